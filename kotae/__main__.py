@@ -1,0 +1,3 @@
+from kotae.cli import main
+
+raise SystemExit(main())

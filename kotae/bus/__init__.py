@@ -1,0 +1,1 @@
+"""kotae's bus kit: JetStream topology, the stage edge, and the embedded server."""

@@ -1,0 +1,277 @@
+"""The bus edge every stage shares: subscribe, publish, ack, retry, dead-letter.
+
+A stage's handler stays a short typed function (pydantic model in, publishes
+out). This module owns the promises around it:
+
+* the input is acked only after every output is stored (JetStream publish ack);
+* each output carries ``Nats-Msg-Id = <comment_id>:<stage>:<subject>``, so a
+  redelivered input never duplicates anything downstream;
+* a transient fault (:class:`TransientError`, or anything unexpected) is
+  redelivered with a growing delay, a bounded number of times, then
+  dead-lettered as ``exhausted``;
+* poison input (not JSON, wrong schema, too large) goes straight to the
+  stage's dead-letter subject with the error and the original payload, and the
+  stage carries on with the next message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from fast_depends.exceptions import ValidationError as DependsValidationError
+from faststream import AckPolicy, BaseMiddleware
+from faststream.exceptions import NackMessage
+from faststream.message import StreamMessage
+from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
+from opentelemetry import trace
+from pydantic import BaseModel, ValidationError
+
+from kotae.bus.topology import CONSUMERS, ConsumerSpec
+from kotae.contracts import DeadLetterV1, subjects
+from kotae.settings import Settings
+
+log = structlog.get_logger("kotae.bus")
+
+
+class TransientError(Exception):
+    """A fault worth retrying later: a model timeout, a 429, a backend restarting."""
+
+
+class PoisonError(ValueError):
+    """Input that no retry can fix; it is dead-lettered at once."""
+
+
+POISON_ERRORS: tuple[type[BaseException], ...] = (
+    PoisonError,
+    ValidationError,
+    DependsValidationError,
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+)
+
+
+def msg_id(comment_id: str, origin: str, stage: str, subject: str) -> str:
+    """The Nats-Msg-Id of a stage's output: same input, same id, one stored copy.
+
+    ``origin`` is the id of the comment message that ingest published, which
+    every later message carries; a redelivered input has the same origin, while
+    the same comment replayed later is a new ingestion with a new origin.
+    """
+    return f"{comment_id}:{origin}:{stage}:{subject}"
+
+
+def origin_of(message: BaseModel) -> str:
+    """The ingest message id a message descends from (see :func:`msg_id`)."""
+    comment = getattr(message, "comment", None)
+    if comment is not None:
+        return comment.message_id
+    for field in ("answer_message_id", "message_id"):
+        value = getattr(message, field, None)
+        if isinstance(value, str):
+            return value
+    raise TypeError(f"{type(message).__name__} carries no origin id")
+
+
+def _payload_text(body: bytes) -> tuple[str, str]:
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def _ids_from(body: bytes) -> tuple[str | None, str | None]:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    comment_id, stream_id = data.get("comment_id"), data.get("stream_id")
+    return (
+        comment_id if isinstance(comment_id, str) else None,
+        stream_id if isinstance(stream_id, str) else None,
+    )
+
+
+def _deliveries(message: StreamMessage[Any]) -> int:
+    raw = message.raw_message
+    try:
+        return int(raw.metadata.num_delivered)
+    except Exception:
+        return 1
+
+
+class StageEdge:
+    """Wiring of one stage to the bus.
+
+    Example::
+
+        edge = StageEdge("reranker", settings)
+        router = edge.router()
+
+        @router.subscriber(**edge.subscription())
+        async def on_retrieval(retrieval: RetrievalV1, broker: NatsBroker = Context()) -> None:
+            await edge.publish(broker, subjects.RERANK, rerank(retrieval))
+    """
+
+    def __init__(self, stage: str, settings: Settings, *, consumer: ConsumerSpec | None = None) -> None:
+        self.stage = stage
+        self.settings = settings
+        self.consumer = consumer or CONSUMERS[stage]
+        self.dead_letter_subject = subjects.deadletter(stage)
+
+    # --- wiring -----------------------------------------------------------------
+
+    def router(self) -> NatsRouter:
+        """A router whose subscribers dead-letter poison input and retry faults."""
+        return NatsRouter(middlewares=[self._middleware_factory()])
+
+    def subscription(self, **overrides: Any) -> dict[str, Any]:
+        """Keyword arguments for ``router.subscriber``: the durable pull consumer."""
+        inflight = self.settings.inflight
+        options: dict[str, Any] = {
+            "subject": self.consumer.subject,
+            "stream": JStream(self.consumer.stream, declare=False),
+            "durable": self.consumer.durable,
+            "config": self.consumer.config(self.settings),
+            "pull_sub": PullSub(batch_size=min(inflight, 64), timeout=1.0),
+            "ack_policy": AckPolicy.NACK_ON_ERROR,
+            "title": f"{self.stage}:{self.consumer.subject}",
+        }
+        if inflight > 1:
+            options["max_workers"] = inflight
+        options.update(overrides)
+        return options
+
+    # --- publishing -------------------------------------------------------------
+
+    async def publish(self, broker: NatsBroker, subject: str, message: BaseModel) -> None:
+        """Publish ``message`` to its stream and wait until the stream stored it."""
+        comment_id = getattr(message, "comment_id", None) or "-"
+        await broker.publish(
+            message.model_dump_json().encode(),
+            subject,
+            stream=subjects.stream_of(subject),
+            headers={
+                "Nats-Msg-Id": msg_id(comment_id, origin_of(message), self.stage, subject),
+                "content-type": "application/json",
+            },
+            correlation_id=comment_id,
+            timeout=10.0,
+        )
+        log.debug("message.published", stage=self.stage, subject=subject, comment_id=comment_id)
+
+    async def dead_letter(
+        self,
+        broker: NatsBroker,
+        message: StreamMessage[Any],
+        *,
+        error_type: str,
+        error: str,
+    ) -> None:
+        body = message.body if isinstance(message.body, bytes) else bytes(message.body or b"")
+        comment_id, stream_id = _ids_from(body)
+        payload, encoding = _payload_text(body[: self.settings.max_payload_bytes])
+        letter = DeadLetterV1(
+            stage=self.stage,
+            subject=getattr(message.raw_message, "subject", self.consumer.subject),
+            error_type=error_type,
+            error=error[:4000],
+            comment_id=comment_id,
+            stream_id=stream_id,
+            deliveries=_deliveries(message),
+            payload=payload,
+            payload_encoding=encoding,
+            headers={k: v for k, v in (message.headers or {}).items() if isinstance(v, str)},
+        )
+        key = f"{comment_id or message.message_id}:{self.stage}:deadletter"
+        await broker.publish(
+            letter.model_dump_json().encode(),
+            self.dead_letter_subject,
+            stream=subjects.STREAM_DEADLETTER,
+            headers={"Nats-Msg-Id": key, "content-type": "application/json"},
+            correlation_id=comment_id or message.correlation_id,
+            timeout=10.0,
+        )
+        log.warning(
+            "message.dead_lettered",
+            stage=self.stage,
+            error_type=error_type,
+            error=error[:300],
+            comment_id=comment_id,
+            deliveries=letter.deliveries,
+        )
+
+    def retry_delay(self, deliveries: int) -> float:
+        return self.settings.retry_backoff_s * 2 ** max(0, deliveries - 1)
+
+    # --- middleware -------------------------------------------------------------
+
+    def _middleware_factory(self) -> Callable[..., BaseMiddleware]:
+        edge = self
+
+        class StageMiddleware(BaseMiddleware):
+            async def consume_scope(
+                self, call_next: Callable[[StreamMessage[Any]], Awaitable[Any]], msg: StreamMessage[Any]
+            ) -> Any:
+                return await edge._consume(call_next, msg, self.context.get("broker"))
+
+        return StageMiddleware
+
+    async def _consume(
+        self,
+        call_next: Callable[[StreamMessage[Any]], Awaitable[Any]],
+        msg: StreamMessage[Any],
+        broker: NatsBroker,
+    ) -> Any:
+        comment_id = msg.correlation_id if msg.correlation_id != msg.message_id else None
+        structlog.contextvars.bind_contextvars(stage=self.stage, comment_id=comment_id)
+        span = trace.get_current_span()
+        if comment_id:
+            span.set_attribute("kotae.comment_id", comment_id)
+        span.set_attribute("kotae.stage", self.stage)
+        try:
+            body = msg.body if isinstance(msg.body, bytes | bytearray) else b""
+            if len(body) > self.settings.max_payload_bytes:
+                raise PoisonError(
+                    f"payload of {len(body)} bytes exceeds KOTAE_MAX_PAYLOAD_BYTES={self.settings.max_payload_bytes}"
+                )
+            result = await call_next(msg)
+            log.debug("message.handled", deliveries=_deliveries(msg))
+            return result
+        except NackMessage:
+            raise
+        except POISON_ERRORS as exc:
+            span.record_exception(exc)
+            await self.dead_letter(broker, msg, error_type="poison", error=_describe(exc))
+            return None
+        except Exception as exc:  # transient faults and anything unforeseen: bounded retry
+            span.record_exception(exc)
+            deliveries = _deliveries(msg)
+            if deliveries < self.settings.max_deliver:
+                delay = self.retry_delay(deliveries)
+                log.warning("message.retry", error=_describe(exc)[:300], deliveries=deliveries, delay_s=delay)
+                raise NackMessage(delay=delay) from exc
+            await self.dead_letter(
+                broker,
+                msg,
+                error_type="exhausted",
+                error=f"gave up after {deliveries} deliveries: {_describe(exc)}",
+            )
+            return None
+        finally:
+            structlog.contextvars.unbind_contextvars("stage", "comment_id")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors()[:10]:
+            loc = ".".join(str(p) for p in err["loc"]) or "(message)"
+            parts.append(f"{loc}: {err['msg']}")
+        return f"schema violation ({exc.title}): " + "; ".join(parts)
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,112 @@
+"""JetStream streams and durable pull consumers, declared in code.
+
+Every replica of a stage binds the same durable consumer, so scaling a stage is
+starting another process. Streams are declared once, up front, by whoever
+connects first (``ensure_streams``); subscribers never redeclare them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nats
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy as JsAckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BadRequestError, NotFoundError
+
+from kotae.contracts import subjects
+from kotae.settings import Settings
+
+DAY = 24 * 3600.0
+
+#: How long each stream keeps messages. Work hops are short-lived; answers,
+#: evaluations and dead letters are the audit log and stay longer.
+RETENTION_S: dict[str, float] = {
+    subjects.STREAM_COMMENTS: 7 * DAY,
+    subjects.STREAM_PIPELINE: 7 * DAY,
+    subjects.STREAM_ANSWERS: 30 * DAY,
+    subjects.STREAM_EVALUATIONS: 365 * DAY,
+    subjects.STREAM_DEADLETTER: 30 * DAY,
+}
+
+#: Window in which JetStream drops a publish whose Nats-Msg-Id it has seen.
+DUPLICATE_WINDOW_S = 10 * 60.0
+
+
+def stream_config(name: str, settings: Settings) -> StreamConfig:
+    return StreamConfig(
+        name=name,
+        subjects=list(subjects.STREAM_SUBJECTS[name]),
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        discard=DiscardPolicy.OLD,
+        max_age=RETENTION_S[name],
+        num_replicas=settings.stream_replicas,
+        duplicate_window=DUPLICATE_WINDOW_S,
+        max_msg_size=settings.max_payload_bytes * 4,
+    )
+
+
+async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
+    """Create every kotae stream, or update it to the configuration in code."""
+    for name in subjects.STREAM_SUBJECTS:
+        config = stream_config(name, settings)
+        try:
+            await js.stream_info(name)
+        except NotFoundError:
+            await js.add_stream(config)
+        else:
+            try:
+                await js.update_stream(config)
+            except BadRequestError:
+                # A setting that cannot change in place (e.g. storage) keeps the old stream.
+                pass
+
+
+async def ensure_streams_at(url: str, settings: Settings) -> None:
+    """Connect to ``url`` and declare the streams."""
+    nc = await nats.connect(url)
+    try:
+        await ensure_streams(nc.jetstream(), settings)
+    finally:
+        await nc.drain()
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """A stage's durable pull consumer on one subject."""
+
+    durable: str
+    subject: str
+
+    @property
+    def stream(self) -> str:
+        return subjects.stream_of(self.subject)
+
+    def config(self, settings: Settings) -> ConsumerConfig:
+        return ConsumerConfig(
+            durable_name=self.durable,
+            filter_subject=self.subject,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_policy=JsAckPolicy.EXPLICIT,
+            ack_wait=settings.ack_wait_s,
+            max_deliver=settings.max_deliver,
+            max_ack_pending=max(1000, settings.inflight * 8),
+        )
+
+
+CONSUMERS: dict[str, ConsumerSpec] = {
+    "retriever": ConsumerSpec("retriever", subjects.COMMENT),
+    "reranker": ConsumerSpec("reranker", subjects.RETRIEVAL),
+    "generator": ConsumerSpec("generator", subjects.RERANK),
+    "verifier": ConsumerSpec("verifier", subjects.DRAFT),
+    "evaluator": ConsumerSpec("evaluator", subjects.ANSWER_ALL),
+}

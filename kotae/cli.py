@@ -1,0 +1,401 @@
+"""The ``kotae`` command line.
+
+Commands and their formats are a public interface (see README.md). Bad input
+stops a command with the file, line and field, a non-zero exit, and nothing
+half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import date, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kotae import __version__
+from kotae.settings import Settings, SettingsError, load_settings
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class CommandError(Exception):
+    """A command cannot go on; the message says why."""
+
+
+def _samples() -> Path:
+    return Path(str(resources.files("kotae.samples")))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _read_jsonl(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
+    if not Path(path).is_file():
+        raise CommandError(f"{path}: no such file")
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"{where}: invalid JSON: {exc.msg}") from None
+            if not isinstance(data, dict):
+                raise CommandError(f"{where}: expected a JSON object ({what})")
+            rows.append((where, data))
+    return rows
+
+
+def _require_str(data: dict[str, Any], key: str, where: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise CommandError(f"{where}: field '{key}': required, a non-empty string")
+    return value
+
+
+# --- kb -----------------------------------------------------------------------
+
+
+def cmd_kb_load(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.knowledge.records import load_records
+    from kotae.knowledge.store import KnowledgeStore
+
+    records = load_records(Path(args.path))
+    report = KnowledgeStore(settings.kb_dir, args.name).load(records)
+    print(json.dumps(report.as_dict(), ensure_ascii=False))
+    return 0
+
+
+# --- search / verify ----------------------------------------------------------
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.knowledge.text import normalize
+    from kotae.services.retriever.logic import Retriever
+
+    queries = []
+    for where, row in _read_jsonl(Path(args.batch), "a query"):
+        qid = row.get("id")
+        if not isinstance(qid, str | int) or isinstance(qid, bool):
+            raise CommandError(f"{where}: field 'id': required, a string or number")
+        text = _require_str(row, "text", where)
+        at = row.get("at")
+        try:
+            day = date.fromisoformat(at[:10]) if isinstance(at, str) else (date.today() if at is None else None)
+        except ValueError:
+            day = None
+        if day is None:
+            raise CommandError(f"{where}: field 'at': expected an ISO date such as 2027-04-01")
+        queries.append((qid, text, day))
+    retriever = Retriever(settings)
+    retriever.index(args.kb or settings.kb)  # refuse early when the knowledge base is missing
+    lines = []
+    for qid, text, day in queries:
+        result = retriever.retrieve(normalize(text), kb=args.kb or settings.kb, day=day)
+        lines.append(
+            json.dumps(
+                {
+                    "id": qid,
+                    "gate": result.gate,
+                    "top_score": result.top_score,
+                    "docs": [{"doc_id": d.doc_id, "chunk_id": d.chunk_id, "score": d.score} for d in result.docs],
+                    "faq": [{"faq_id": f.faq_id, "score": f.score} for f in result.faq],
+                },
+                ensure_ascii=False,
+            )
+        )
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.contracts import Evidence
+    from kotae.services.verifier.logic import verify
+
+    cases = []
+    for where, row in _read_jsonl(Path(args.batch), "a verification case"):
+        cid = row.get("id")
+        if not isinstance(cid, str | int) or isinstance(cid, bool):
+            raise CommandError(f"{where}: field 'id': required, a string or number")
+        _require_str(row, "question", where)
+        answer = row.get("answer")
+        if not isinstance(answer, str):
+            raise CommandError(f"{where}: field 'answer': required, a string")
+        contexts = row.get("contexts")
+        if not isinstance(contexts, list):
+            raise CommandError(f"{where}: field 'contexts': required, a list of {{id, text}}")
+        docs = []
+        for i, ctx in enumerate(contexts):
+            if not isinstance(ctx, dict) or not isinstance(ctx.get("text"), str):
+                raise CommandError(f"{where}: field 'contexts.{i}.text': required, a string")
+            ctx_id = str(ctx.get("id", i + 1))
+            docs.append(Evidence(doc_id=ctx_id, chunk_id=ctx_id, text=ctx["text"]))
+        cases.append((cid, answer, docs))
+    out = []
+    for cid, answer, docs in cases:
+        verdict = verify(answer, docs, [])
+        out.append(json.dumps({"id": cid, "verdict": verdict.verdict, "reasons": verdict.reasons, "method": verdict.method}, ensure_ascii=False))
+    sys.stdout.write("".join(line + "\n" for line in out))
+    return 0
+
+
+# --- the bus: serve, up, replay, demo, report ---------------------------------
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import importlib
+
+    from kotae.stack import STAGES, Stack
+
+    if args.stage not in STAGES:
+        raise CommandError(f"unknown stage {args.stage!r}; expected one of {', '.join(STAGES)}")
+    stack = None
+    if not settings.nats_url:
+        stack = Stack(settings, stages=())
+        url = stack.start_server()
+        settings = settings.model_copy(update={"nats_url": url})
+        print(f"kotae: started nats-server at {url} (set KOTAE_NATS_URL to share one)", file=sys.stderr)
+    module = importlib.import_module(f"kotae.services.{args.stage}.main")
+    app = module.build_app(settings)
+    try:
+        asyncio.run(app.run())
+    finally:
+        if stack:
+            stack.stop()
+    return 0
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.stack import Stack
+
+    async def run() -> None:
+        stack = Stack(settings, replicas=args.replicas)
+        await stack.start()
+        print(f"kotae is up: nats {stack.url}, stages {', '.join(stack.stages)}; logs in {stack.log_dir}", flush=True)
+        print("Ctrl-C stops every process.", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            while not stop.is_set():
+                if not stack.alive():
+                    raise CommandError(f"a stage exited; see the logs in {stack.log_dir}")
+                try:
+                    await asyncio.wait_for(stop.wait(), 1.0)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            stack.stop()
+
+    asyncio.run(run())
+    return 0
+
+
+def _load_kb_if_given(path: str | None, name: str, settings: Settings) -> None:
+    if path:
+        from kotae.knowledge.records import load_records
+        from kotae.knowledge.store import KnowledgeStore
+
+        report = KnowledgeStore(settings.kb_dir, name).load(load_records(Path(path)))
+        print(
+            f"kotae: knowledge base {name!r}: {report.docs} documents, {report.faq} FAQ, {report.chunks} chunks "
+            f"({report.added} added, {report.updated} updated, {report.unchanged} unchanged)",
+            file=sys.stderr,
+        )
+
+
+async def _replay_on_stack(settings: Settings, comments: list[Any], timeout: float, wait_evals: float) -> Any:
+    from kotae.replay import run_replay
+    from kotae.stack import Stack
+
+    stack = Stack(settings)
+    await stack.start()
+    try:
+        return await run_replay(settings, stack.url, comments, timeout=timeout, wait_for_evaluations=wait_evals)
+    finally:
+        stack.stop()
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.replay import write_jsonl
+    from kotae.services.ingest.sources import read_comment_file
+
+    comments = read_comment_file(Path(args.file))  # whole file checked before anything starts
+    if args.kb:
+        from kotae.knowledge.records import load_records
+
+        load_records(Path(args.kb))  # check before starting anything
+    _load_kb_if_given(args.kb, settings.kb, settings)
+    result = asyncio.run(_replay_on_stack(settings, comments, args.timeout, 0.0))
+    if result.missing:
+        raise CommandError(
+            f"{len(result.missing)} comment(s) had no outcome within {args.timeout:.0f}s: {', '.join(result.missing[:20])}"
+        )
+    text = write_jsonl(result.ordered())
+    if args.out:
+        _write_atomically(Path(args.out), text)
+        print(f"kotae: {len(result.order)} outcomes written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.replay import run_replay
+    from kotae.services.ingest.sources import read_comment_file, read_stream
+
+    if not settings.nats_url:
+        raise CommandError("kotae ingest publishes to a running bus: set KOTAE_NATS_URL (see `kotae up`)")
+    comments = read_comment_file(Path(args.file)) if args.source == "replay" else list(read_stream(sys.stdin))
+    result = asyncio.run(run_replay(settings, settings.nats_url, comments, timeout=args.timeout, source=args.source))
+    sys.stdout.write(_replay_text(result.ordered()))
+    return 0 if not result.missing else EXIT_FAILED
+
+
+def _replay_text(records: list[dict[str, Any]]) -> str:
+    from kotae.replay import write_jsonl
+
+    return write_jsonl(records)
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.demo_table import render
+    from kotae.services.ingest.sources import read_comment_file
+
+    samples = _samples()
+    kb_path = Path(args.kb) if args.kb else samples / "kb"
+    comments_path = Path(args.comments) if args.comments else samples / "comments.jsonl"
+    comments = read_comment_file(comments_path)
+    _load_kb_if_given(str(kb_path), settings.kb, settings)
+    print(f"kotae demo: {len(comments)} comments from {comments_path.name}, knowledge base {kb_path.name}; starting the stack…", flush=True)
+    result = asyncio.run(_replay_on_stack(settings, comments, args.timeout, 15.0))
+    print(render(comments, result))
+    if result.missing:
+        raise CommandError(f"{len(result.missing)} comment(s) had no outcome: {', '.join(result.missing)}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.services.evaluator.report import collect_evaluations, render_report
+    from kotae.stack import Stack
+
+    async def run() -> list[Any]:
+        stack = Stack(settings, stages=())
+        url = stack.start_server()
+        try:
+            return await collect_evaluations(settings, url)
+        finally:
+            stack.stop()
+
+    evaluations = asyncio.run(run())
+    print(render_report(evaluations, as_json=args.json))
+    return 0
+
+
+# --- parser -------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kotae", description="Grounded, cited, verified answers for a live stream's chat.")
+    parser.add_argument("--version", action="version", version=f"kotae {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="run the bundled sample end to end on the embedded stack")
+    p.add_argument("--kb", help="knowledge base to load instead of the bundled sample")
+    p.add_argument("--comments", help="comments JSONL to replay instead of the bundled sample")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for every outcome")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("up", help="run nats-server (unless KOTAE_NATS_URL) and every stage until Ctrl-C")
+    p.add_argument("--replicas", type=int, default=1, help="processes per stage")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("serve", help="run one stage (start more to scale it)")
+    p.add_argument("stage", help="retriever, reranker, generator, verifier or evaluator")
+    p.set_defaults(func=cmd_serve)
+
+    kb = sub.add_parser("kb", help="knowledge base commands").add_subparsers(dest="kb_command", required=True)
+    p = kb.add_parser("load", help="load a JSONL file or a folder of Markdown + FAQ YAML (idempotent)")
+    p.add_argument("path")
+    p.add_argument("--name", default=None, help="knowledge base name (default: KOTAE_KB, 'default')")
+    p.set_defaults(func=cmd_kb_load)
+
+    p = sub.add_parser("search", help="retrieve for a batch of queries, offline")
+    p.add_argument("--batch", required=True, help='JSONL {"id","text"[,"at"]}')
+    p.add_argument("--kb", default=None)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("verify", help="verify a batch of answers against their contexts, offline")
+    p.add_argument("--batch", required=True, help='JSONL {"id","question","contexts":[{"id","text"}],"answer"}')
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("replay", help="feed a comments file through every stage and write each outcome")
+    p.add_argument("file")
+    p.add_argument("--kb", help="load this knowledge base first (idempotent)")
+    p.add_argument("--out", help="write JSONL here instead of stdout")
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.set_defaults(func=cmd_replay)
+
+    ing = sub.add_parser("ingest", help="publish comments to a running bus").add_subparsers(dest="source", required=True)
+    p = ing.add_parser("replay", help="a JSONL comments file")
+    p.add_argument("file")
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.set_defaults(func=cmd_ingest)
+    p = ing.add_parser("stdin", help="JSONL comments on standard input")
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.set_defaults(func=cmd_ingest, file=None)
+
+    p = sub.add_parser("report", help="the evaluator's aggregate tables")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from kotae.knowledge.records import KnowledgeBaseError
+    from kotae.logs import configure_logging
+    from kotae.services.ingest.sources import CommentInputError
+
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"kotae: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "name", None) is None and args.func is cmd_kb_load:
+        args.name = settings.kb
+    if args.func is not cmd_serve:
+        configure_logging(settings.model_copy(update={"log_level": "warning"}) if settings.log_level == "info" else settings)
+    try:
+        return args.func(args, settings)
+    except (CommandError, KnowledgeBaseError, CommentInputError) as exc:
+        print(f"kotae: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the stack failed to start, a server is unreachable, …
+        from kotae.bus.embedded import EmbeddedServerError
+        from kotae.stack import StackError
+
+        if isinstance(exc, EmbeddedServerError | StackError | OSError):
+            print(f"kotae: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        raise

@@ -1,0 +1,179 @@
+"""Knowledge-base records and the loaders for JSONL and Markdown/YAML folders.
+
+A record is a policy document (``kind: doc``, with ``text``) or an FAQ entry
+(``kind: faq``, with ``question`` and ``answer``). Bad input stops the load with
+the file, the line and the field that is wrong, before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class KnowledgeBaseError(ValueError):
+    """Bad knowledge-base input; the message names file, line and field."""
+
+
+class KBRecord(BaseModel):
+    """One knowledge-base record, as written in a JSONL line or a Markdown file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=200, pattern=r"^[^\s]+$")
+    kind: Literal["doc", "faq"]
+    title: str = ""
+    text: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    source: str | None = None
+    slide: int | str | None = None
+    lang: Literal["ja", "en"] | None = None
+    version: str | None = None
+    valid_from: date | None = None
+    valid_to: date | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> "KBRecord":
+        if self.kind == "doc" and not (self.text and self.text.strip()):
+            raise ValueError("a doc record needs a non-empty 'text'")
+        if self.kind == "faq" and not (self.question and self.answer):
+            raise ValueError("an faq record needs 'question' and 'answer'")
+        if self.valid_from and self.valid_to and self.valid_to < self.valid_from:
+            raise ValueError(f"valid_to {self.valid_to} is before valid_from {self.valid_from}")
+        return self
+
+    def valid_on(self, day: date) -> bool:
+        """True when this record is in force on ``day`` (both ends inclusive)."""
+        return (self.valid_from is None or self.valid_from <= day) and (self.valid_to is None or day <= self.valid_to)
+
+    @property
+    def language(self) -> Literal["ja", "en"]:
+        return self.lang or detect_lang(self.text or f"{self.question} {self.answer}")
+
+
+def detect_lang(text: str) -> Literal["ja", "en"]:
+    """'ja' when the text holds kana or kanji, else 'en'."""
+    for ch in text:
+        name = unicodedata.name(ch, "")
+        if name.startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")):
+            return "ja"
+    return "en"
+
+
+def _record(data: Any, where: str) -> KBRecord:
+    if not isinstance(data, dict):
+        raise KnowledgeBaseError(f"{where}: expected an object, got {type(data).__name__}")
+    try:
+        return KBRecord.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "record"
+        raise KnowledgeBaseError(f"{where}: field '{field}': {err['msg']}") from None
+
+
+Located = list[tuple[str, KBRecord]]
+
+
+def load_jsonl(path: Path) -> Located:
+    """Records of a JSONL file, each with its ``file:line``."""
+    records: Located = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise KnowledgeBaseError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+            records.append((f"{path}:{lineno}", _record(data, f"{path}:{lineno}")))
+    return records
+
+
+def load_markdown(path: Path) -> KBRecord:
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise KnowledgeBaseError(f"{path}:1: expected YAML front matter starting with '---'")
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        raise KnowledgeBaseError(f"{path}:1: front matter is not closed with '---'") from None
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark else 1
+        raise KnowledgeBaseError(f"{path}:{line}: invalid YAML front matter: {exc}") from None
+    if not isinstance(meta, dict):
+        raise KnowledgeBaseError(f"{path}:2: front matter must be a mapping")
+    meta.setdefault("kind", "doc")
+    meta.setdefault("id", path.stem)
+    meta["text"] = "\n".join(lines[end + 1 :]).strip()
+    if not meta.get("title"):
+        heading = next((ln.lstrip("# ").strip() for ln in lines[end + 1 :] if ln.startswith("#")), "")
+        meta["title"] = heading
+    return _record(meta, f"{path}:1")
+
+
+def load_faq_yaml(path: Path) -> Located:
+    """FAQ entries of a YAML list, each with its ``file:line``."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 1) if mark else 1
+        raise KnowledgeBaseError(f"{path}:{line}: invalid YAML: {exc}") from None
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise KnowledgeBaseError(f"{path}:1: expected a list of FAQ entries")
+    lines = [item.start_mark.line + 1 for item in node.value] if node is not None else []
+    records: Located = []
+    for i, item in enumerate(data):
+        if isinstance(item, dict):
+            item.setdefault("kind", "faq")
+        where = f"{path}:{lines[i] if i < len(lines) else 1}"
+        records.append((where, _record(item, where)))
+    return records
+
+
+def load_records(path: Path) -> list[KBRecord]:
+    """Read every record at ``path`` (a JSONL file or a folder); check ids are unique."""
+    path = Path(path)
+    if not path.exists():
+        raise KnowledgeBaseError(f"{path}: no such file or folder")
+    sources: Located = []
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            if file.suffix == ".md":
+                sources.append((f"{file}:1", load_markdown(file)))
+            elif file.suffix in (".yaml", ".yml"):
+                sources += load_faq_yaml(file)
+            elif file.suffix == ".jsonl":
+                sources += load_jsonl(file)
+        if not sources:
+            raise KnowledgeBaseError(f"{path}: no .md, .yaml or .jsonl records found")
+    elif path.suffix == ".jsonl":
+        sources = load_jsonl(path)
+    elif path.suffix in (".yaml", ".yml"):
+        sources = load_faq_yaml(path)
+    elif path.suffix == ".md":
+        sources = [(str(path), load_markdown(path))]
+    else:
+        raise KnowledgeBaseError(f"{path}: expected a .jsonl file or a folder of .md/.yaml files")
+    seen: dict[str, str] = {}
+    for where, record in sources:
+        if record.id in seen:
+            raise KnowledgeBaseError(f"{where}: field 'id': duplicate id {record.id!r} (first in {seen[record.id]})")
+        seen[record.id] = where
+    return [r for _, r in sources]

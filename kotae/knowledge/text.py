@@ -1,0 +1,135 @@
+"""Text handling shared by ingest, retrieval and the checks: normalisation,
+sentence splitting and search tokens for Japanese and English.
+
+Japanese goes through Sudachi (a morphological analyser whose dictionary ships
+on PyPI) and is reduced to normalised forms of content words, so 保育料 in a
+comment and 保育料 in a policy meet however they were written, and 1万5千 meets
+15000. Latin-script runs are lower-cased words with a light plural stemmer.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+
+from sudachipy import Dictionary, SplitMode
+
+_CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞"}
+# Light verbs and formal nouns that carry no topic.
+_JA_STOP = {
+    "為る", "成る", "有る", "居る", "言う", "出来る", "思う", "事", "物", "其れ", "此れ", "何", "幾ら",
+    "方", "所", "様", "為", "訳", "積もり", "今", "皆", "ん", "の", "w", "W", "ｗ",
+}
+_EN_STOP = set(
+    """a an and are as at be been but by can could did do does for from had has have how i if in into is it
+    its me my of on or our so than that the their them then there these they this to was we were what when
+    where which who whom why will with would you your yours about please tell much many any some more most
+    also just get got lol""".split()
+)
+_LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*")
+_SPLIT_LATIN = re.compile(r"([A-Za-z][A-Za-z0-9'\-]*(?:\s+[A-Za-z][A-Za-z0-9'\-]*)*)")
+_WS = re.compile(r"\s+")
+# Chat spellings that mean nothing for search: laughter, stretched vowels.
+_CHAT_NOISE = re.compile(r"(?:[wｗWＷ]{2,}|[wｗ]$|[〜~ー]{2,}|[!！?？]{2,})")
+
+_local = threading.local()
+
+
+def normalize(text: str) -> str:
+    """NFKC (full/half width), collapsed whitespace, chat noise trimmed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = _CHAT_NOISE.sub(lambda m: m.group(0)[0] if m.group(0)[0] in "!?〜~ー" else "", text)
+    return _WS.sub(" ", text).strip()
+
+
+def _tokenizer():  # one Sudachi tokenizer per thread: it is not thread-safe
+    tok = getattr(_local, "tokenizer", None)
+    if tok is None:
+        tok = _local.tokenizer = Dictionary(dict="core").create(SplitMode.B)
+    return tok
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("es") and (word[-3] in "sxz" or word[-4:-2] in ("ch", "sh")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _latin_tokens(run: str) -> list[str]:
+    out = []
+    for m in _LATIN.finditer(run):
+        word = m.group(0).lower().strip("'.-")
+        if not word or word in _EN_STOP or (len(word) == 1 and not word.isdigit()):
+            continue
+        out.append(_stem(word))
+    return out
+
+
+def _japanese_tokens(run: str) -> list[str]:
+    out: list[str] = []
+    for m in _tokenizer().tokenize(run):
+        pos = m.part_of_speech()[0]
+        if pos not in _CONTENT_POS:
+            continue
+        form = m.normalized_form()
+        if form in _JA_STOP or not form.strip():
+            continue
+        if form.isdigit():
+            out.append(form)  # Sudachi reads 1万5千 as 15000
+            continue
+        if form.isascii():
+            out += _latin_tokens(m.surface())
+            continue
+        out.append(form)
+        # Compounds also index their short units (バス代 → バス, 代), so a
+        # differently compounded word still meets its parts.
+        parts = m.split(SplitMode.A)
+        if len(parts) > 1:
+            out += [p.normalized_form() for p in parts if p.part_of_speech()[0] in _CONTENT_POS and p.normalized_form() not in _JA_STOP]
+    return out
+
+
+@lru_cache(maxsize=50_000)
+def _tokens_cached(text: str) -> tuple[str, ...]:
+    tokens: list[str] = []
+    for i, run in enumerate(_SPLIT_LATIN.split(text)):
+        if not run.strip():
+            continue
+        tokens += _latin_tokens(run) if i % 2 == 1 else _japanese_tokens(run)
+    return tuple(tokens)
+
+
+def search_tokens(text: str) -> list[str]:
+    """Content-word tokens of ``text`` for lexical search (Japanese and English)."""
+    return list(_tokens_cached(normalize(text)))
+
+
+_LEADING_MARKERS = re.compile(r"^((?:\[\d+\])+)\s*")
+_SENTENCE_END = re.compile(r"(?<=[。．！？!?])\s*|(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of Japanese or English text, trailing citation markers kept with their sentence."""
+    pieces = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]
+    out: list[str] = []
+    for piece in pieces:
+        # Markers written after the full stop ("…です。[2]") belong to the sentence before.
+        lead = _LEADING_MARKERS.match(piece)
+        if out and lead:
+            out[-1] += lead.group(1)
+            piece = piece[lead.end() :].strip()
+        if piece:
+            out.append(piece)
+    return out
+
+
+def is_japanese(text: str) -> bool:
+    return any(
+        unicodedata.name(ch, "").startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")) for ch in text
+    )

@@ -1,0 +1,81 @@
+"""Building a stage process: settings, logging, tracing, broker, app.
+
+Every stage's ``main.py`` is ``build_app()`` over its router; this module holds
+what they share so a stage folder shows only its own logic and wiring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from faststream import FastStream
+from faststream.specification import AsyncAPI
+from faststream.nats import NatsBroker, NatsRouter
+from faststream.nats.opentelemetry import NatsTelemetryMiddleware
+from opentelemetry.sdk.trace import TracerProvider
+
+from kotae import __version__
+from kotae.bus.topology import ensure_streams
+from kotae.logs import configure_logging, get_logger
+from kotae.settings import Settings
+from kotae.tracing import build_tracer_provider
+
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+
+def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = None) -> NatsBroker:
+    """A NATS broker whose messages carry W3C trace context in their headers."""
+    middlewares = []
+    if tracer_provider is not None:
+        middlewares.append(NatsTelemetryMiddleware(tracer_provider=tracer_provider))
+    return NatsBroker(
+        settings.nats_url or DEFAULT_NATS_URL,
+        logger=None,
+        middlewares=middlewares,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        # On SIGTERM, in-flight handlers get this long to finish before the process exits;
+        # whatever is still unacked then is redelivered to another replica.
+        graceful_timeout=15.0,
+    )
+
+
+def build_stage_app(
+    service: str,
+    routers: Iterable[NatsRouter],
+    settings: Settings,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    description: str = "",
+) -> FastStream:
+    """A FastStream app for one stage: declares the streams, then consumes."""
+    configure_logging(settings, service=service)
+    provider = tracer_provider or build_tracer_provider(service, settings)
+    broker = make_broker(settings, tracer_provider=provider)
+    for router in routers:
+        broker.include_router(router)
+    app = FastStream(
+        broker,
+        logger=None,
+        specification=AsyncAPI(title=f"kotae {service}", version=__version__, description=description),
+    )
+    log = get_logger(f"kotae.{service}")
+
+    @app.on_startup
+    async def _declare_streams() -> None:
+        await broker.connect()
+        await ensure_streams(broker.config.connection_state.stream, settings)
+
+    @app.after_startup
+    async def _started() -> None:
+        log.info("stage.started", service=service, nats=settings.nats_url or DEFAULT_NATS_URL, inflight=settings.inflight)
+
+    @app.on_shutdown
+    async def _stopping() -> None:
+        log.info("stage.stopping", service=service)
+
+    @app.after_shutdown
+    async def _flush_spans() -> None:
+        provider.force_flush(5_000)
+
+    return app
