@@ -310,6 +310,23 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_contracts(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae import asyncapi
+
+    root = Path(args.dir)
+    if args.action == "check":
+        stale = asyncapi.stale(root)
+        if stale:
+            raise CommandError(
+                f"generated contracts are stale in {root}: {', '.join(stale)} (run: kotae contracts gen)"
+            )
+        print(f"kotae: generated contracts in {root} are current")
+        return 0
+    for path in asyncapi.write(root):
+        print(f"kotae: wrote {path}")
+    return 0
+
+
 # --- parser -------------------------------------------------------------------
 
 
@@ -362,6 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = ing.add_parser("stdin", help="JSONL comments on standard input")
     p.add_argument("--timeout", type=float, default=300.0)
     p.set_defaults(func=cmd_ingest, file=None)
+
+    p = sub.add_parser("contracts", help="generate (gen) or check (check) JSON Schema and AsyncAPI in contracts/")
+    p.add_argument("action", choices=["gen", "check"])
+    p.add_argument("--dir", default="contracts", help="the contracts folder (default: ./contracts)")
+    p.set_defaults(func=cmd_contracts)
 
     p = sub.add_parser("report", help="the evaluator's aggregate tables")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")

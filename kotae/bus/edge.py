@@ -26,7 +26,7 @@ from fast_depends.exceptions import ValidationError as DependsValidationError
 from faststream import AckPolicy, BaseMiddleware
 from faststream.exceptions import NackMessage
 from faststream.message import StreamMessage
-from faststream.nats import JStream, NatsBroker, NatsRouter, PullSub
+from faststream.nats import JStream, NatsRouter, PullSub
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
@@ -113,9 +113,11 @@ class StageEdge:
         edge = StageEdge("reranker", settings)
         router = edge.router()
 
+        edge.output(subjects.RERANK, RerankV1)
+
         @router.subscriber(**edge.subscription())
-        async def on_retrieval(retrieval: RetrievalV1, broker: NatsBroker = Context()) -> None:
-            await edge.publish(broker, subjects.RERANK, rerank(retrieval))
+        async def on_retrieval(retrieval: RetrievalV1) -> None:
+            await edge.publish(subjects.RERANK, rerank(retrieval))
     """
 
     def __init__(self, stage: str, settings: Settings, *, consumer: ConsumerSpec | None = None) -> None:
@@ -123,12 +125,28 @@ class StageEdge:
         self.settings = settings
         self.consumer = consumer or CONSUMERS[stage]
         self.dead_letter_subject = subjects.deadletter(stage)
+        self._router: NatsRouter | None = None
+        self._publishers: dict[str, Any] = {}
 
     # --- wiring -----------------------------------------------------------------
 
     def router(self) -> NatsRouter:
         """A router whose subscribers dead-letter poison input and retry faults."""
-        return NatsRouter(middlewares=[self._middleware_factory()])
+        self._router = NatsRouter(middlewares=[self._middleware_factory()])
+        self.output(self.dead_letter_subject, DeadLetterV1, "Input this stage could not process, with the error.")
+        return self._router
+
+    def output(self, subject: str, model: type[BaseModel], description: str = "") -> None:
+        """Declare that this stage publishes ``model`` on ``subject`` (documented in AsyncAPI)."""
+        if self._router is None:
+            raise RuntimeError("call router() before output()")
+        self._publishers[subject] = self._router.publisher(
+            subject,
+            stream=JStream(subjects.stream_of(subject), declare=False),
+            schema=model,
+            title=f"{self.stage}:{subject}",
+            description=description,
+        )
 
     def subscription(self, **overrides: Any) -> dict[str, Any]:
         """Keyword arguments for ``router.subscriber``: the durable pull consumer."""
@@ -149,12 +167,14 @@ class StageEdge:
 
     # --- publishing -------------------------------------------------------------
 
-    async def publish(self, broker: NatsBroker, subject: str, message: BaseModel) -> None:
+    async def publish(self, subject: str, message: BaseModel) -> None:
         """Publish ``message`` to its stream and wait until the stream stored it."""
+        publisher = self._publishers.get(subject)
+        if publisher is None:
+            raise RuntimeError(f"{self.stage} publishes to {subject!r} without declaring it with output()")
         comment_id = getattr(message, "comment_id", None) or "-"
-        await broker.publish(
+        await publisher.publish(
             message.model_dump_json().encode(),
-            subject,
             stream=subjects.stream_of(subject),
             headers={
                 "Nats-Msg-Id": msg_id(comment_id, origin_of(message), self.stage, subject),
@@ -167,7 +187,6 @@ class StageEdge:
 
     async def dead_letter(
         self,
-        broker: NatsBroker,
         message: StreamMessage[Any],
         *,
         error_type: str,
@@ -188,10 +207,12 @@ class StageEdge:
             payload_encoding=encoding,
             headers={k: v for k, v in (message.headers or {}).items() if isinstance(v, str)},
         )
-        key = f"{comment_id or message.message_id}:{self.stage}:deadletter"
-        await broker.publish(
+        # The input's stream sequence is stable across redeliveries: one letter per stored input.
+        meta = getattr(message.raw_message, "metadata", None)
+        seq = getattr(getattr(meta, "sequence", None), "stream", None) or message.message_id
+        key = f"{self.stage}:deadletter:{self.consumer.stream}:{seq}"
+        await self._publishers[self.dead_letter_subject].publish(
             letter.model_dump_json().encode(),
-            self.dead_letter_subject,
             stream=subjects.STREAM_DEADLETTER,
             headers={"Nats-Msg-Id": key, "content-type": "application/json"},
             correlation_id=comment_id or message.correlation_id,
@@ -218,7 +239,7 @@ class StageEdge:
             async def consume_scope(
                 self, call_next: Callable[[StreamMessage[Any]], Awaitable[Any]], msg: StreamMessage[Any]
             ) -> Any:
-                return await edge._consume(call_next, msg, self.context.get("broker"))
+                return await edge._consume(call_next, msg)
 
         return StageMiddleware
 
@@ -226,9 +247,8 @@ class StageEdge:
         self,
         call_next: Callable[[StreamMessage[Any]], Awaitable[Any]],
         msg: StreamMessage[Any],
-        broker: NatsBroker,
     ) -> Any:
-        comment_id = msg.correlation_id if msg.correlation_id != msg.message_id else None
+        comment_id = (msg.headers or {}).get("correlation_id")  # set to the comment id by every publisher
         structlog.contextvars.bind_contextvars(stage=self.stage, comment_id=comment_id)
         span = trace.get_current_span()
         if comment_id:
@@ -247,7 +267,7 @@ class StageEdge:
             raise
         except POISON_ERRORS as exc:
             span.record_exception(exc)
-            await self.dead_letter(broker, msg, error_type="poison", error=_describe(exc))
+            await self.dead_letter(msg, error_type="poison", error=_describe(exc))
             return None
         except Exception as exc:  # transient faults and anything unforeseen: bounded retry
             span.record_exception(exc)
@@ -257,7 +277,6 @@ class StageEdge:
                 log.warning("message.retry", error=_describe(exc)[:300], deliveries=deliveries, delay_s=delay)
                 raise NackMessage(delay=delay) from exc
             await self.dead_letter(
-                broker,
                 msg,
                 error_type="exhausted",
                 error=f"gave up after {deliveries} deliveries: {_describe(exc)}",

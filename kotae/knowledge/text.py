@@ -47,7 +47,7 @@ def normalize(text: str) -> str:
 def _tokenizer():  # one Sudachi tokenizer per thread: it is not thread-safe
     tok = getattr(_local, "tokenizer", None)
     if tok is None:
-        tok = _local.tokenizer = Dictionary(dict="core").create(SplitMode.B)
+        tok = _local.tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.B)
     return tok
 
 

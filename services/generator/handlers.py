@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.annotations import NatsBroker
 
 from kotae.bus.edge import StageEdge
 from kotae.contracts import AnswerV1, DraftV1, RerankV1, subjects
@@ -15,16 +14,17 @@ from kotae.services.generator.logic import extractive_answer
 def build_router(settings: Settings) -> NatsRouter:
     edge = StageEdge("generator", settings)
     router = edge.router()
+    edge.output(subjects.DRAFT, DraftV1, "A cited draft, not yet verified.")
+    edge.output(subjects.answer("unanswered"), AnswerV1, "The documents do not answer: the fixed not-found sentence.")
 
     @router.subscriber(**edge.subscription(description="Draft a cited answer from the reranked evidence."))
-    async def on_rerank(rerank: RerankV1, broker: NatsBroker) -> None:
+    async def on_rerank(rerank: RerankV1) -> None:
         draft = extractive_answer(rerank.comment, rerank, max_sentences=settings.max_answer_sentences)
         methods = {**rerank.methods, "generator": draft.method}
         common = {"comment_id": rerank.comment_id, "stream_id": rerank.stream_id, "comment": rerank.comment}
         if draft.not_found:
             # Nothing is claimed, so there is nothing to verify: the fixed sentence is the answer.
             await edge.publish(
-                broker,
                 subjects.answer("unanswered"),
                 AnswerV1(
                     **common,
@@ -40,7 +40,6 @@ def build_router(settings: Settings) -> NatsRouter:
             )
             return
         await edge.publish(
-            broker,
             subjects.DRAFT,
             DraftV1(
                 **common,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.annotations import NatsBroker
 
 from kotae.bus.edge import StageEdge
 from kotae.contracts import AnswerV1, RerankV1, RetrievalV1, subjects
@@ -15,14 +14,15 @@ from kotae.services.reranker.logic import keep_top_n
 def build_router(settings: Settings) -> NatsRouter:
     edge = StageEdge("reranker", settings)
     router = edge.router()
+    edge.output(subjects.RERANK, RerankV1, "Relevant documents, most relevant first.")
+    edge.output(subjects.answer("unanswered"), AnswerV1, "No candidate was relevant.")
 
     @router.subscriber(**edge.subscription(description="Keep and order the relevant documents."))
-    async def on_retrieval(retrieval: RetrievalV1, broker: NatsBroker) -> None:
+    async def on_retrieval(retrieval: RetrievalV1) -> None:
         result = keep_top_n(retrieval, settings.top_n)
         common = {"comment_id": retrieval.comment_id, "stream_id": retrieval.stream_id, "comment": retrieval.comment}
         if not result.docs and not retrieval.faq:
             await edge.publish(
-                broker,
                 subjects.answer("unanswered"),
                 AnswerV1(
                     **common,
@@ -36,7 +36,6 @@ def build_router(settings: Settings) -> NatsRouter:
             return
         slide = result.slide if result.docs else (retrieval.faq[0].slide if retrieval.faq else None)
         await edge.publish(
-            broker,
             subjects.RERANK,
             RerankV1(
                 **common,

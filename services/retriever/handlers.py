@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.annotations import NatsBroker
 
 from kotae.bus.edge import StageEdge
 from kotae.contracts import AnswerV1, CommentV1, RetrievalV1, subjects
@@ -15,15 +14,17 @@ from kotae.services.retriever.logic import Retriever, ask_back
 def build_router(settings: Settings, retriever: Retriever | None = None) -> NatsRouter:
     edge = StageEdge("retriever", settings)
     router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1, "Evidence for a comment that passed the gate.")
+    edge.output(subjects.answer("clarify"), AnswerV1, "Ask-back naming the candidate topics.")
+    edge.output(subjects.answer("unanswered"), AnswerV1, "No evidence good enough (no_match).")
     retriever = retriever or Retriever(settings)
 
     @router.subscriber(**edge.subscription(description="Find evidence for a comment; gate on the best score."))
-    async def on_comment(comment: CommentV1, broker: NatsBroker) -> None:
+    async def on_comment(comment: CommentV1) -> None:
         result = retriever.retrieve(comment.normalized, kb=comment.kb, day=comment.published_at.date())
         common = {"comment_id": comment.comment_id, "stream_id": comment.stream_id, "comment": comment}
         if result.gate == "answer":
             await edge.publish(
-                broker,
                 subjects.RETRIEVAL,
                 RetrievalV1(**common, gate=result.gate, top_score=result.top_score, docs=result.docs, faq=result.faq, method=result.method),
             )
@@ -31,7 +32,6 @@ def build_router(settings: Settings, retriever: Retriever | None = None) -> Nats
             candidates = result.candidates()
             text = ask_back(candidates, comment.lang)
             await edge.publish(
-                broker,
                 subjects.answer("clarify"),
                 AnswerV1(
                     **common,
@@ -47,7 +47,6 @@ def build_router(settings: Settings, retriever: Retriever | None = None) -> Nats
             )
         else:
             await edge.publish(
-                broker,
                 subjects.answer("unanswered"),
                 AnswerV1(
                     **common,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from faststream.nats import NatsRouter
-from faststream.nats.annotations import NatsBroker
 
 from kotae.bus.edge import StageEdge
 from kotae.contracts import AnswerV1, DraftV1, subjects
@@ -15,9 +14,11 @@ from kotae.services.verifier.logic import SAFE_REPLY, verify
 def build_router(settings: Settings) -> NatsRouter:
     edge = StageEdge("verifier", settings)
     router = edge.router()
+    edge.output(subjects.answer("verified"), AnswerV1, "A draft that passed every check.")
+    edge.output(subjects.answer("rejected"), AnswerV1, "A draft that failed a check: the safe reply, with the reasons.")
 
     @router.subscriber(**edge.subscription(description="Check a draft for hallucination; fail closed."))
-    async def on_draft(draft: DraftV1, broker: NatsBroker) -> None:
+    async def on_draft(draft: DraftV1) -> None:
         verdict = verify(draft.answer, draft.docs, draft.faq)
         common = {
             "comment_id": draft.comment_id,
@@ -44,6 +45,6 @@ def build_router(settings: Settings) -> NatsRouter:
                 reason=f"hallucination class {verdict.verdict}: {verdict.reasons[0]}",
                 reasons=verdict.reasons,
             )
-        await edge.publish(broker, subjects.answer(answer.outcome), answer)
+        await edge.publish(subjects.answer(answer.outcome), answer)
 
     return router

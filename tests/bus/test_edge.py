@@ -1,0 +1,97 @@
+"""The stage edge against a real nats-server: bounded retry with backoff, then a dead letter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import nats
+from faststream.nats import NatsBroker
+
+from kotae.bus.edge import StageEdge, TransientError
+from kotae.bus.topology import ensure_streams_at
+from kotae.contracts import CommentV1, RetrievalV1, subjects
+from kotae.settings import Settings
+
+from tests.integration.test_pipeline import read_all
+
+
+def make_comment(cid: str, text: str) -> bytes:
+    return CommentV1(comment_id=cid, stream_id="s", author="a", text=text, normalized=text).model_dump_json().encode()
+
+
+async def run_edge(settings: Settings, url: str, behaviour) -> dict[str, int]:
+    await ensure_streams_at(url, settings)
+    edge = StageEdge("retriever", settings)
+    router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1)
+    calls: dict[str, int] = {}
+
+    @router.subscriber(**edge.subscription())
+    async def handle(comment: CommentV1) -> None:
+        calls[comment.comment_id] = calls.get(comment.comment_id, 0) + 1
+        behaviour(comment, calls[comment.comment_id])
+        await edge.publish(
+            subjects.RETRIEVAL,
+            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
+        )
+
+    broker = NatsBroker(url, logger=None)
+    broker.include_router(router)
+    await broker.start()
+    return calls, broker
+
+
+async def test_a_transient_fault_is_retried_and_then_succeeds(nats_url: str, settings: Settings) -> None:
+    def flaky(comment: CommentV1, attempt: int) -> None:
+        if attempt < 3:
+            raise TransientError("model timeout")
+
+    settings = settings.model_copy(update={"max_deliver": 4})
+    calls, broker = await run_edge(settings, nats_url, flaky)
+    nc = await nats.connect(nats_url)
+    await nc.jetstream().publish(subjects.COMMENT, make_comment("f1", "質問"))
+    for _ in range(100):
+        if calls.get("f1", 0) >= 3:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    await broker.stop()
+    await nc.close()
+    assert calls["f1"] == 3
+    assert len(await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)) == 1
+    assert await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.2) == []
+
+
+async def test_a_fault_that_never_clears_is_dead_lettered_after_max_deliver(nats_url: str, settings: Settings) -> None:
+    def broken(comment: CommentV1, attempt: int) -> None:
+        raise TransientError("embedding backend down")
+
+    calls, broker = await run_edge(settings, nats_url, broken)
+    nc = await nats.connect(nats_url)
+    await nc.jetstream().publish(subjects.COMMENT, make_comment("b1", "質問"))
+    letters: list[dict] = []
+    for _ in range(60):
+        letters = await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.1)
+        if letters:
+            break
+    await broker.stop()
+    await nc.close()
+    assert calls["b1"] == settings.max_deliver
+    assert len(letters) == 1
+    letter = letters[0]["data"]
+    assert letter["error_type"] == "exhausted"
+    assert letter["deliveries"] == settings.max_deliver
+    assert "embedding backend down" in letter["error"]
+    assert json.loads(letter["payload"])["comment_id"] == "b1"
+
+
+async def test_publishing_to_an_undeclared_subject_is_a_programming_error(settings: Settings) -> None:
+    edge = StageEdge("retriever", settings)
+    edge.router()
+    try:
+        await edge.publish(subjects.RERANK, RetrievalV1.model_construct(comment_id="x"))
+    except RuntimeError as exc:
+        assert "without declaring it" in str(exc)
+    else:
+        raise AssertionError("expected RuntimeError")
