@@ -105,6 +105,13 @@ def _deliveries(message: StreamMessage[Any]) -> int:
         return 1
 
 
+def _stream_sequence(message: StreamMessage[Any]) -> int | None:
+    try:
+        return int(message.raw_message.metadata.sequence.stream)
+    except Exception:  # not a JetStream message (core NATS, in-memory tests)
+        return None
+
+
 class StageEdge:
     """Wiring of one stage to the bus.
 
@@ -208,8 +215,7 @@ class StageEdge:
             headers={k: v for k, v in (message.headers or {}).items() if isinstance(v, str)},
         )
         # The input's stream sequence is stable across redeliveries: one letter per stored input.
-        meta = getattr(message.raw_message, "metadata", None)
-        seq = getattr(getattr(meta, "sequence", None), "stream", None) or message.message_id
+        seq = _stream_sequence(message) or message.message_id
         key = f"{self.stage}:deadletter:{self.consumer.stream}:{seq}"
         await self._publishers[self.dead_letter_subject].publish(
             letter.model_dump_json().encode(),

@@ -67,7 +67,21 @@ def detect_lang(text: str) -> Literal["ja", "en"]:
     return "en"
 
 
-def _record(data: Any, where: str) -> KBRecord:
+class _YamlLoader(yaml.SafeLoader):
+    """Safe YAML, but dates stay strings so that pydantic checks them and names the field."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def _record(data: Any, where: str, field_lines: dict[str, int] | None = None) -> KBRecord:
     if not isinstance(data, dict):
         raise KnowledgeBaseError(f"{where}: expected an object, got {type(data).__name__}")
     try:
@@ -75,6 +89,8 @@ def _record(data: Any, where: str) -> KBRecord:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "record"
+        if field_lines and str(err["loc"][0] if err["loc"] else "") in field_lines:
+            where = where.rsplit(":", 1)[0] + f":{field_lines[str(err['loc'][0])]}"
         raise KnowledgeBaseError(f"{where}: field '{field}': {err['msg']}") from None
 
 
@@ -106,28 +122,33 @@ def load_markdown(path: Path) -> KBRecord:
     except StopIteration:
         raise KnowledgeBaseError(f"{path}:1: front matter is not closed with '---'") from None
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        meta = _yaml("\n".join(lines[1:end])) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark else 1
         raise KnowledgeBaseError(f"{path}:{line}: invalid YAML front matter: {exc}") from None
     if not isinstance(meta, dict):
         raise KnowledgeBaseError(f"{path}:2: front matter must be a mapping")
+    field_lines = {}
+    for i in range(1, end):
+        key = lines[i].split(":", 1)[0].strip()
+        if key and not lines[i].startswith((" ", "\t", "-")):
+            field_lines.setdefault(key, i + 1)
     meta.setdefault("kind", "doc")
     meta.setdefault("id", path.stem)
     meta["text"] = "\n".join(lines[end + 1 :]).strip()
     if not meta.get("title"):
         heading = next((ln.lstrip("# ").strip() for ln in lines[end + 1 :] if ln.startswith("#")), "")
         meta["title"] = heading
-    return _record(meta, f"{path}:1")
+    return _record(meta, f"{path}:1", field_lines)
 
 
 def load_faq_yaml(path: Path) -> Located:
     """FAQ entries of a YAML list, each with its ``file:line``."""
     text = path.read_text(encoding="utf-8")
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=_YamlLoader)
+        data = _yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 1) if mark else 1
@@ -136,13 +157,17 @@ def load_faq_yaml(path: Path) -> Located:
         return []
     if not isinstance(data, list):
         raise KnowledgeBaseError(f"{path}:1: expected a list of FAQ entries")
-    lines = [item.start_mark.line + 1 for item in node.value] if node is not None else []
+    items = node.value if node is not None else []
     records: Located = []
     for i, item in enumerate(data):
         if isinstance(item, dict):
             item.setdefault("kind", "faq")
-        where = f"{path}:{lines[i] if i < len(lines) else 1}"
-        records.append((where, _record(item, where)))
+        entry = items[i] if i < len(items) else None
+        where = f"{path}:{entry.start_mark.line + 1 if entry is not None else 1}"
+        field_lines = {}
+        if entry is not None and isinstance(entry, yaml.MappingNode):
+            field_lines = {k.value: k.start_mark.line + 1 for k, _ in entry.value if isinstance(k, yaml.ScalarNode)}
+        records.append((where, _record(item, where, field_lines)))
     return records
 
 

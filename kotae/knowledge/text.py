@@ -32,7 +32,8 @@ _LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*")
 _SPLIT_LATIN = re.compile(r"([A-Za-z][A-Za-z0-9'\-]*(?:\s+[A-Za-z][A-Za-z0-9'\-]*)*)")
 _WS = re.compile(r"\s+")
 # Chat spellings that mean nothing for search: laughter, stretched vowels.
-_CHAT_NOISE = re.compile(r"(?:[wｗWＷ]{2,}|[wｗ]$|[〜~ー]{2,}|[!！?？]{2,})")
+# Laughter (w, ww…) only where it is not the end of a Latin word: "ほんと?w" loses it, "law" keeps it.
+_CHAT_NOISE = re.compile(r"(?:(?<![A-Za-z])[wW]{2,}|(?<![A-Za-z])w$|[〜~ー]{2,}|[!?]{2,})")
 
 _local = threading.local()
 

@@ -2,7 +2,8 @@
 
 Groups never pool different streams or method combinations; every rate shows
 its numerator and denominator, and unjudgeable answers (null metrics) are
-counted apart from the judged ones.
+counted apart from the judged ones. Faithfulness is pooled over claims; answer
+relevancy and context precision are means over the judged answers.
 """
 
 from __future__ import annotations
@@ -49,13 +50,22 @@ def _group_key(ev: EvaluationV1) -> tuple[str, str]:
     return ev.stream_id, f"{ev.method}|{methods}"
 
 
+#: Faithfulness pools claims (supported claims ÷ claims over all answers); the
+#: others are per-answer scores, pooled as their mean (sum of scores ÷ answers).
+POOLED_BY_PARTS = {"faithfulness"}
+
+
 def _metric(evs: list[EvaluationV1], name: str) -> dict[str, Any]:
     values = [getattr(e, name) for e in evs]
     judged = [m for m in values if m is not None and m.value is not None]
     unknown = sum(1 for m in values if m is not None and m.value is None)
     omitted = sum(1 for m in values if m is None)
-    num = sum(m.numerator or 0 for m in judged)
-    den = sum(m.denominator or 0 for m in judged)
+    if name in POOLED_BY_PARTS:
+        num = sum(m.numerator or 0 for m in judged)
+        den = sum(m.denominator or 0 for m in judged)
+    else:
+        num = sum(m.value or 0.0 for m in judged)
+        den = len(judged)
     return {
         "judged": len(judged),
         "unknown": unknown,

@@ -112,15 +112,10 @@ def test_quoted_bad_date_in_markdown_names_file_and_field(tmp_path: Path) -> Non
     md = write(tmp_path / "kb" / "doc.md", '---\nid: doc\nvalid_from: "2027-13-01"\n---\n本文です。\n')
     with pytest.raises(KnowledgeBaseError) as err:
         load_records(tmp_path / "kb")
-    assert f"{md}:1:" in str(err.value)
+    assert f"{md}:3:" in str(err.value)  # the line of the field itself
     assert "field 'valid_from'" in str(err.value)
 
 
-@pytest.mark.xfail(
-    reason="records.py load_markdown/load_faq_yaml: an unquoted impossible YAML date (2027-13-01) makes "
-    "yaml.safe_load raise a bare ValueError, which is not caught, so the load crashes without file/line/field",
-    strict=True,
-)
 def test_unquoted_bad_date_in_markdown_front_matter_names_file_and_field(tmp_path: Path) -> None:
     md = write(tmp_path / "kb" / "doc.md", "---\nid: doc\nvalid_from: 2027-13-01\n---\n本文です。\n")
     with pytest.raises(KnowledgeBaseError) as err:
@@ -129,11 +124,6 @@ def test_unquoted_bad_date_in_markdown_front_matter_names_file_and_field(tmp_pat
     assert "valid_from" in str(err.value)
 
 
-@pytest.mark.xfail(
-    reason="records.py load_faq_yaml: an unquoted impossible YAML date raises a bare ValueError from "
-    "yaml.safe_load instead of a KnowledgeBaseError naming file:line",
-    strict=True,
-)
 def test_unquoted_bad_date_in_faq_yaml_names_file(tmp_path: Path) -> None:
     faq = write(
         tmp_path / "kb" / "faq.yaml",

@@ -177,3 +177,21 @@ def test_bad_kb_name_is_rejected(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize("name", ["default", "campaign_2027", "Ch-1", "x" * 64])
 def test_good_kb_names_are_accepted(tmp_path: Path, name: str) -> None:
     assert KnowledgeStore(tmp_path, name).dir == tmp_path / name
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=60), min_size=1, max_size=25),
+    st.integers(min_value=20, max_value=200),
+)
+def test_chunking_keeps_every_sentence_once_and_in_order(lengths: list[int], max_chars: int) -> None:
+    sentences = [f"文{i}" + "あ" * n + "です。" for i, n in enumerate(lengths)]
+    chunks = chunk_record(doc("".join(sentences), lang="ja"), max_chars=max_chars)
+    assert [s for c in chunks for s in split_sentences(c.text)] == sentences
+    for c in chunks:
+        parts = split_sentences(c.text)
+        assert len(c.text) <= max_chars or len(parts) == 1  # only a lone long sentence may exceed the limit

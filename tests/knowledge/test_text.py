@@ -160,3 +160,21 @@ def test_empty_text_has_no_sentences() -> None:
 def test_is_japanese() -> None:
     assert is_japanese("バス")
     assert not is_japanese("bus 150")
+
+
+def test_english_words_ending_in_w_are_kept() -> None:
+    assert normalize("Tell me about the new law") == "Tell me about the new law"
+    assert "law" in search_tokens("Tell me about the new law")
+    assert "tomorrow" in search_tokens("Is the bus free tomorrow")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=list("。．.!?！？[]12 aAあ保\n"), max_size=40))
+def test_splitting_never_loses_or_adds_text(text: str) -> None:
+    sentences = split_sentences(text)
+    assert "".join("".join(sentences).split()) == "".join(text.split())
+    assert all(s and s == s.strip() for s in sentences)

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 from faststream.nats import JStream, NatsBroker, TestNatsBroker
 from faststream.nats.annotations import NatsMessage
-from nats.errors import NotJSMessageError
 
 from kotae.contracts import AnswerV1, CommentV1, DeadLetterV1, RetrievalV1, subjects
 from kotae.knowledge.records import load_records
@@ -206,16 +205,6 @@ async def test_missing_knowledge_base_is_retried_then_dead_lettered_as_exhausted
     assert letter.payload == body.decode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotJSMessageError,
-    reason=(
-        "kotae/bus/edge.py StageEdge.dead_letter: getattr(message.raw_message, 'metadata', None) only "
-        "defaults on AttributeError, but nats Msg.metadata raises NotJSMessageError for a message "
-        "without a $JS.ACK reply subject, so the fallback to message.message_id is unreachable and "
-        "dead-lettering raises instead (_deliveries() guards the same access with except Exception)"
-    ),
-)
 async def test_poison_without_jetstream_metadata_is_still_dead_lettered(settings: Settings) -> None:
     broker, wire = stage_broker(settings)
     async with TestNatsBroker(broker) as br:
