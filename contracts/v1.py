@@ -107,7 +107,11 @@ class RetrievalV1(_Message):
     top_score: float
     docs: list[Evidence] = Field(default_factory=list, description="Best first.")
     faq: list[FaqEvidence] = Field(default_factory=list, description="Best first.")
-    method: str = Field(description="How retrieval was done, e.g. 'bm25'.")
+    method: str = Field(description="How retrieval was done, e.g. 'hybrid'.")
+    kb: str | None = Field(default=None, description="Knowledge base the evidence came from.")
+    clarified_from: str | None = Field(
+        default=None, description="Comment id of the ask-back this comment answered; its candidates are the evidence."
+    )
 
 
 class RerankV1(_Message):

@@ -15,7 +15,9 @@ import signal
 import sys
 import tempfile
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date
+
+import numpy as np
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -73,13 +75,16 @@ def _require_str(data: dict[str, Any], key: str, where: str) -> str:
 # --- kb -----------------------------------------------------------------------
 
 
-def cmd_kb_load(args: argparse.Namespace, settings: Settings) -> int:
+def load_knowledge_base(path: Path, name: str, settings: Settings) -> dict[str, Any]:
+    from kotae.knowledge import loading
     from kotae.knowledge.records import load_records
-    from kotae.knowledge.store import KnowledgeStore
 
-    records = load_records(Path(args.path))
-    report = KnowledgeStore(settings.kb_dir, args.name).load(records)
-    print(json.dumps(report.as_dict(), ensure_ascii=False))
+    return loading.load_knowledge_base(load_records(path), name, settings)  # every line checked first
+
+
+def cmd_kb_load(args: argparse.Namespace, settings: Settings) -> int:
+    report = load_knowledge_base(Path(args.path), args.name, settings)
+    print(json.dumps(report, ensure_ascii=False))
     return 0
 
 
@@ -105,7 +110,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
             raise CommandError(f"{where}: field 'at': expected an ISO date such as 2027-04-01")
         queries.append((qid, text, day))
     retriever = Retriever(settings)
-    retriever.index(args.kb or settings.kb)  # refuse early when the knowledge base is missing
+    retriever.searcher(args.kb or settings.kb)  # refuse early: a missing index or another model
     lines = []
     for qid, text, day in queries:
         result = retriever.retrieve(normalize(text), kb=args.kb or settings.kb, day=day)
@@ -211,13 +216,12 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
 def _load_kb_if_given(path: str | None, name: str, settings: Settings) -> None:
     if path:
-        from kotae.knowledge.records import load_records
-        from kotae.knowledge.store import KnowledgeStore
-
-        report = KnowledgeStore(settings.kb_dir, name).load(load_records(Path(path)))
+        r = load_knowledge_base(Path(path), name, settings)
+        index = r["index"]
+        built = f"index rebuilt with {index['model']} in {index['seconds']}s" if index["rebuilt"] else "index current"
         print(
-            f"kotae: knowledge base {name!r}: {report.docs} documents, {report.faq} FAQ, {report.chunks} chunks "
-            f"({report.added} added, {report.updated} updated, {report.unchanged} unchanged)",
+            f"kotae: knowledge base {name!r}: {r['docs']} documents, {r['faq']} FAQ, {r['chunks']} chunks "
+            f"({r['added']} added, {r['updated']} updated, {r['unchanged']} unchanged; {built})",
             file=sys.stderr,
         )
 
@@ -310,6 +314,48 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.services.retriever.calibrate import choose, histogram, scores_for
+    from kotae.services.retriever.logic import Retriever
+
+    questions = []
+    for where, row in _read_jsonl(Path(args.file), "a labelled question"):
+        _require_str(row, "text", where)
+        if row.get("kind") not in ("answerable", "offtopic"):
+            raise CommandError(f"{where}: field 'kind': expected 'answerable' or 'offtopic'")
+        questions.append(row)
+    kinds = {q["kind"] for q in questions}
+    if kinds != {"answerable", "offtopic"}:
+        raise CommandError(f"{args.file}: needs both answerable and offtopic questions (found: {', '.join(sorted(kinds)) or 'none'})")
+    kb = args.kb or settings.kb
+    day = date.fromisoformat(args.at) if args.at else date.today()
+    retriever = Retriever(settings)
+    answerable, offtopic = scores_for(retriever, questions, kb, day)
+    cal = choose(answerable, offtopic, args.offtopic_target)
+    png = Path(args.png)
+    histogram(cal, png, f"gate scores, knowledge base {kb!r}")
+
+    def dist(name: str, xs: list[float]) -> str:
+        q = np.percentile(xs, [0, 25, 50, 75, 100])
+        return f"{name:<11} n={len(xs):<4} min {q[0]:.2f}  p25 {q[1]:.2f}  median {q[2]:.2f}  p75 {q[3]:.2f}  max {q[4]:.2f}"
+
+    print(dist("answerable", answerable))
+    print(dist("off-topic", offtopic))
+    print(f"\nsuggested: KOTAE_GATE_CLARIFY={cal.gate_clarify}  KOTAE_GATE_ANSWER={cal.gate_answer}")
+    for label, answer, clarify in (
+        ("current", settings.gate_answer, settings.gate_clarify),
+        ("suggested", cal.gate_answer, cal.gate_clarify),
+    ):
+        rates = cal.rates(answer, clarify)
+        a, o = rates["answerable"], rates["offtopic"]
+        print(
+            f"{label:<10} (answer ≥ {answer:.2f}, clarify ≥ {clarify:.2f}): answerable → answer {a['answer']:.0%}, "
+            f"clarify {a['clarify']:.0%}, no_match {a['no_match']:.0%}; off-topic → no_match {o['no_match']:.0%}"
+        )
+    print(f"histogram: {png}")
+    return 0
+
+
 def cmd_contracts(args: argparse.Namespace, settings: Settings) -> int:
     from kotae import asyncapi
 
@@ -380,6 +426,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0)
     p.set_defaults(func=cmd_ingest, file=None)
 
+    p = sub.add_parser("calibrate", help="choose the retrieval gate's thresholds from labelled questions")
+    p.add_argument("file", help='JSONL {"id","text","kind":"answerable"|"offtopic"}')
+    p.add_argument("--kb", default=None)
+    p.add_argument("--at", default=None, help="search as of this ISO date (default: today)")
+    p.add_argument("--png", default="gate-calibration.png", help="where to write the histogram")
+    p.add_argument("--offtopic-target", type=float, default=0.95, help="share of off-topic questions to leave unanswered")
+    p.set_defaults(func=cmd_calibrate)
+
     p = sub.add_parser("contracts", help="generate (gen) or check (check) JSON Schema and AsyncAPI in contracts/")
     p.add_argument("action", choices=["gen", "check"])
     p.add_argument("--dir", default="contracts", help="the contracts folder (default: ./contracts)")
@@ -392,6 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from kotae.bus.edge import TransientError
+    from kotae.knowledge.embeddings import EmbeddingMismatch
     from kotae.knowledge.records import KnowledgeBaseError
     from kotae.logs import configure_logging
     from kotae.services.ingest.sources import CommentInputError
@@ -408,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.model_copy(update={"log_level": "warning"}) if settings.log_level == "info" else settings)
     try:
         return args.func(args, settings)
-    except (CommandError, KnowledgeBaseError, CommentInputError) as exc:
+    except (CommandError, KnowledgeBaseError, CommentInputError, TransientError, EmbeddingMismatch) as exc:
         print(f"kotae: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

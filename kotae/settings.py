@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import SettingsError as _SourceError
 
 ENV_PREFIX = "KOTAE_"
 
@@ -44,15 +45,50 @@ class Settings(BaseSettings):
     max_payload_bytes: int = Field(default=64 * 1024, ge=1024, description="Larger inputs are dead-lettered.")
     sync_interval: str = Field(default="2m", description="JetStream fsync interval of the embedded server ('always' for every write).")
 
+    # Knowledge bases and the index
+    kb_bindings: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Stream id → knowledge base, as 'streamA=kbA,streamB=kbB'; other streams use KOTAE_KB.",
+    )
+    embedding_model: str = Field(
+        default="use-multilingual-v3",
+        description="use-multilingual-v3, e5-small-q4, openai:<model> or compatible:<base_url>|<model>.",
+    )
+    openai_api_key: SecretStr | None = Field(default=None, description="Key for openai:/compatible: models.")
+    qdrant_url: str | None = Field(default=None, description="Qdrant server (http://…); unset: embedded qdrant-edge.")
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection: str = "kotae_chunks"
+    fusion_words: float = Field(default=0.4, ge=0, description="Weight of BM25 over words in hybrid fusion.")
+    fusion_chars: float = Field(default=0.3, ge=0, description="Weight of BM25 over character n-grams.")
+    fusion_dense: float = Field(default=0.3, ge=0, description="Weight of the embedding similarity.")
+    clarify_ttl_s: float = Field(default=180.0, gt=0, description="How long an ask-back waits for the viewer's reply.")
+
     # Retrieval
     top_k: int = Field(default=8, ge=1, le=100)
     top_faq: int = Field(default=3, ge=0, le=20)
-    gate_answer: float = Field(default=0.45, ge=0, le=1, description="Best-hit score at or above which the comment is answered.")
-    gate_clarify: float = Field(default=0.3, ge=0, le=1, description="Scores between this and gate_answer ask back.")
+    gate_answer: float = Field(default=0.30, ge=0, le=1, description="Best-hit score at or above which the comment is answered.")
+    gate_clarify: float = Field(default=0.20, ge=0, le=1, description="Scores between this and gate_answer ask back.")
 
     # Rerank / generate
     top_n: int = Field(default=3, ge=1, le=20)
     max_answer_sentences: int = Field(default=2, ge=1, le=10)
+
+    @field_validator("kb_bindings", mode="before")
+    @classmethod
+    def _parse_bindings(cls, value: object) -> object:
+        if isinstance(value, str):
+            pairs = {}
+            for item in filter(None, (p.strip() for p in value.split(","))):
+                stream, sep, kb = item.partition("=")
+                if not sep or not stream.strip() or not kb.strip():
+                    raise ValueError(f"expected 'stream=kb' pairs separated by commas, got {item!r}")
+                pairs[stream.strip()] = kb.strip()
+            return pairs
+        return value
+
+    def kb_for(self, stream_id: str) -> str:
+        """The knowledge base a stream is bound to."""
+        return self.kb_bindings.get(stream_id, self.kb)
 
     @model_validator(mode="after")
     def _gates_ordered(self) -> "Settings":
@@ -82,6 +118,9 @@ def load_settings(**overrides: object) -> Settings:
             name = f"{ENV_PREFIX}{loc}" if loc else "settings"
             problems.append(f"{name}: {err['msg']}")
         raise SettingsError("invalid setting: " + "; ".join(problems)) from None
+    except _SourceError as exc:  # a value that could not even be read, e.g. malformed JSON
+        field = str(exc).split('"')[1] if '"' in str(exc) else "settings"
+        raise SettingsError(f"invalid setting: {ENV_PREFIX}{field.upper()}: {exc}") from None
 
 
 @lru_cache(maxsize=1)

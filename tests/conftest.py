@@ -17,8 +17,8 @@ import pytest
 
 from kotae.bus.embedded import EmbeddedNats
 from kotae.contracts import subjects
+from kotae.knowledge.loading import load_knowledge_base
 from kotae.knowledge.records import load_records
-from kotae.knowledge.store import KnowledgeStore
 from kotae.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +71,6 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def loaded_settings(settings: Settings, sample_kb_path: Path) -> Settings:
-    """Settings with the bundled sample knowledge base loaded as 'default'."""
-    KnowledgeStore(settings.kb_dir, "default").load(load_records(sample_kb_path))
+    """Settings with the bundled sample knowledge base loaded (and indexed) as 'default'."""
+    load_knowledge_base(load_records(sample_kb_path), "default", settings)
     return settings

@@ -1,28 +1,54 @@
 """What the retriever does: find the evidence for a comment and gate on it.
 
-BM25 over the comment's knowledge base (Sudachi tokens for Japanese, words for
-English), only over chunks valid on the comment's date, documents and FAQ
-searched separately. The gate looks at the best hit's coverage (the share of
-the comment's IDF weight that the hit contains): ``answer`` at or above
-``KOTAE_GATE_ANSWER``, ``clarify`` in the grey zone, ``no_match`` below.
+Method ``hybrid``: three signals over the comment's knowledge base, all scored
+by Qdrant — BM25 over Sudachi words, BM25 over character uni/bigrams, and the
+embedding similarity — fused as a weighted sum of per-query max-scaled scores
+(``KOTAE_FUSION_*``). Only chunks valid on the comment's date and of the
+knowledge base its stream is bound to are searched (both are in the query's
+filter). Documents and FAQ are searched separately.
+
+The gate scores the best document and the best FAQ entry by
+``0.5 × coverage + 0.5 × similarity``: coverage is the IDF-weighted share of the
+comment's words that the hit contains, similarity the embedding cosine. At or
+above ``KOTAE_GATE_ANSWER`` the comment is answered; at or above
+``KOTAE_GATE_CLARIFY`` the viewer is asked which topic they mean; below, it is
+left unanswered (``no_match``).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from kotae.bus.edge import TransientError
 from kotae.contracts import Evidence, FaqEvidence
-from kotae.knowledge.lexical import Hit, LexicalIndex
+from kotae.knowledge.embeddings import EmbeddingMismatch, embedder_for
+from kotae.knowledge.index import (
+    Backend,
+    Hit,
+    HybridSearcher,
+    IndexMeta,
+    IndexMissing,
+    ServerBackend,
+    Weights,
+    open_embedded,
+)
 from kotae.knowledge.store import KnowledgeStore
+from kotae.knowledge.text import search_tokens
 from kotae.settings import Settings
 
-METHOD = "bm25"
+METHOD = "hybrid"
 
 
 class KnowledgeBaseMissing(TransientError):
-    """No knowledge base is loaded under that name (yet): retried, then dead-lettered."""
+    """No index for that knowledge base (yet): retried, then dead-lettered."""
+
+
+class IndexModelMismatch(TransientError):
+    """The index was built by another embedding model: retried (a reload may fix it), then dead-lettered."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +58,7 @@ class Retrieval:
     docs: list[Evidence] = field(default_factory=list)
     faq: list[FaqEvidence] = field(default_factory=list)
     method: str = METHOD
+    kb: str = "default"
 
     def candidates(self, limit: int = 3) -> list[str]:
         """Distinct titles of the documents close to the best one, for asking back."""
@@ -41,57 +68,53 @@ class Retrieval:
         best = max(score for _, score in hits)
         seen: list[str] = []
         for title, score in hits:
-            if title and title not in seen and score >= 0.5 * best:
+            if title and title not in seen and score >= 0.6 * best:
                 seen.append(title)
         return seen[:limit]
 
 
-def _evidence(hit: Hit) -> Evidence:
-    r = hit.chunk.record
+def evidence(hit: Hit) -> Evidence:
+    p = hit.payload
     return Evidence(
-        doc_id=r.id,
-        chunk_id=hit.chunk.chunk_id,
-        title=r.title,
-        text=hit.chunk.text,
-        source=r.source,
-        slide=r.slide,
-        lang=r.language,
-        version=r.version,
-        valid_from=r.valid_from,
-        valid_to=r.valid_to,
-        score=round(hit.score, 4),
+        doc_id=p["doc_id"], chunk_id=p["chunk_id"], title=p.get("title") or "", text=p["text"],
+        source=p.get("source"), slide=p.get("slide"), lang=p.get("lang"), version=p.get("version"),
+        valid_from=p.get("valid_from"), valid_to=p.get("valid_to"), score=round(hit.score, 4),
     )
 
 
-def _faq(hit: Hit) -> FaqEvidence:
-    r = hit.chunk.record
+def faq_evidence(hit: Hit) -> FaqEvidence:
+    p = hit.payload
     return FaqEvidence(
-        faq_id=r.id,
-        question=r.question or "",
-        answer=r.answer or "",
-        source=r.source,
-        slide=r.slide,
-        lang=r.language,
-        version=r.version,
+        faq_id=p["doc_id"], question=p.get("question") or "", answer=p.get("answer") or "",
+        source=p.get("source"), slide=p.get("slide"), lang=p.get("lang"), version=p.get("version"),
         score=round(hit.score, 4),
     )
 
 
-def _best_per_record(hits: list[Hit]) -> list[Hit]:
+def best_per_document(hits: list[Hit]) -> list[Hit]:
     seen: set[str] = set()
     out = []
     for hit in hits:
-        if hit.chunk.doc_id not in seen:
-            seen.add(hit.chunk.doc_id)
+        if hit.doc_id not in seen:
+            seen.add(hit.doc_id)
             out.append(hit)
     return out
 
 
-class Retriever:
-    """Searches the named knowledge bases under ``$KOTAE_DATA_DIR/kb``.
+def gate_score(meta: IndexMeta, query_words: list[str], hit: Hit | None) -> float:
+    if hit is None:
+        return 0.0
+    text = hit.payload["text"]
+    if hit.payload.get("kind") == "doc" and hit.payload.get("title"):
+        text = f"{hit.payload['title']}\n{text}"
+    return 0.5 * meta.coverage(query_words, text) + 0.5 * max(0.0, hit.signals.get("dense", 0.0))
 
-    The index of a knowledge base is rebuilt when its stored digest changes, so
-    ``kotae kb load`` takes effect without restarting the stage.
+
+class Retriever:
+    """Searches the knowledge bases of ``$KOTAE_DATA_DIR/kb`` (embedded) or a Qdrant server.
+
+    An embedded index is reopened when ``kotae kb load`` rebuilds it; a server
+    index's metadata is re-read every few seconds. No restart needed.
 
     Example::
 
@@ -100,26 +123,72 @@ class Retriever:
         result.gate, [d.doc_id for d in result.docs]
     """
 
+    META_REFRESH_S = 5.0
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._indexes: dict[str, tuple[str, LexicalIndex]] = {}
+        self.embedder = embedder_for(
+            settings.embedding_model,
+            api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+        )
+        self.weights = Weights(words=settings.fusion_words, chars=settings.fusion_chars, dense=settings.fusion_dense)
+        self._searchers: dict[str, tuple[Any, HybridSearcher]] = {}
+        self._server: Backend | None = None
+        self._lock = threading.Lock()
 
-    def index(self, kb: str) -> LexicalIndex:
+    def _open(self, kb: str) -> HybridSearcher:
+        if self.settings.qdrant_url:
+            if self._server is None:
+                key = self.settings.qdrant_api_key.get_secret_value() if self.settings.qdrant_api_key else None
+                self._server = ServerBackend.connect(self.settings.qdrant_url, self.settings.qdrant_collection, key)
+            cached = self._searchers.get(kb)
+            if cached and time.monotonic() - cached[0] < self.META_REFRESH_S:
+                return cached[1]
+            meta = self._server.meta(kb)
+            if meta is None:
+                raise KnowledgeBaseMissing(f"knowledge base {kb!r} is not in {self.settings.qdrant_url} (run: kotae kb load PATH --name {kb})")
+            searcher = self._searcher(self._server, meta)
+            self._searchers[kb] = (time.monotonic(), searcher)
+            return searcher
         store = KnowledgeStore(self.settings.kb_dir, kb)
         digest = store.digest()
         if digest is None:
             raise KnowledgeBaseMissing(f"knowledge base {kb!r} is not loaded (run: kotae kb load PATH --name {kb})")
-        cached = self._indexes.get(kb)
-        if cached is None or cached[0] != digest:
-            self._indexes[kb] = (digest, LexicalIndex(store.chunks()))
-        return self._indexes[kb][1]
+        cached = self._searchers.get(kb)
+        if cached and cached[0] == digest:
+            return cached[1]
+        try:
+            backend, built_from = open_embedded(store)
+        except IndexMissing as exc:
+            raise KnowledgeBaseMissing(str(exc)) from None
+        meta = backend.meta(kb)
+        if meta is None:
+            backend.close()
+            raise KnowledgeBaseMissing(f"the index of {kb!r} has no metadata; reload it (kotae kb load)")
+        if cached:
+            cached[1].backend.close()
+        searcher = self._searcher(backend, meta)
+        self._searchers[kb] = (built_from, searcher)
+        return searcher
+
+    def _searcher(self, backend: Backend, meta: IndexMeta) -> HybridSearcher:
+        try:
+            return HybridSearcher(backend, meta, self.embedder, weights=self.weights)
+        except EmbeddingMismatch as exc:
+            raise IndexModelMismatch(str(exc)) from None
+
+    def searcher(self, kb: str) -> HybridSearcher:
+        with self._lock:
+            return self._open(kb)
 
     def retrieve(self, text: str, *, kb: str, day: date) -> Retrieval:
-        index = self.index(kb)
-        overfetch = self.settings.top_k * 3
-        docs = _best_per_record(index.search(text, day=day, top_k=overfetch, kind="doc"))[: self.settings.top_k]
-        faq = index.search(text, day=day, top_k=self.settings.top_faq, kind="faq") if self.settings.top_faq else []
-        best = max((h.coverage for h in docs[:1] + faq[:1]), default=0.0)
+        searcher = self.searcher(kb)
+        kinds = ("doc", "faq") if self.settings.top_faq else ("doc",)
+        hits = searcher.search_many(text, kinds=kinds, day=day, top_k=self.settings.top_k * 3)
+        docs = best_per_document(hits["doc"])[: self.settings.top_k]
+        faq = hits.get("faq", [])[: self.settings.top_faq]
+        words = search_tokens(text)
+        best = max(gate_score(searcher.meta, words, h) for h in [docs[0] if docs else None, faq[0] if faq else None])
         if best >= self.settings.gate_answer:
             gate = "answer"
         elif best >= self.settings.gate_clarify:
@@ -129,9 +198,18 @@ class Retriever:
         return Retrieval(
             gate=gate,
             top_score=round(best, 4),
-            docs=[_evidence(h) for h in docs],
-            faq=[_faq(h) for h in faq],
+            docs=[evidence(h) for h in docs],
+            faq=[faq_evidence(h) for h in faq],
+            kb=kb,
         )
+
+    def close(self) -> None:
+        for _, searcher in self._searchers.values():
+            try:
+                searcher.backend.close()
+            except Exception:
+                pass
+        self._searchers.clear()
 
 
 def ask_back(candidates: list[str], lang: str) -> str:
