@@ -112,6 +112,8 @@ class RetrievalV1(_Message):
     clarified_from: str | None = Field(
         default=None, description="Comment id of the ask-back this comment answered; its candidates are the evidence."
     )
+    query: str | None = Field(default=None, description="The model's standalone rewrite of the comment, when one was searched too.")
+    prompt_version: str | None = Field(default=None, description="Version of the prompt that produced `query`.")
 
 
 class RerankV1(_Message):

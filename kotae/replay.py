@@ -164,7 +164,10 @@ async def run_replay(
         if wait_for_evaluations:
             subs.append(await tail(subjects.STREAM_EVALUATIONS, subjects.EVALUATION, on_evaluation))
         triage = Triage(stream_id=settings.stream_id, kb=settings.kb, source=source)
-        ingestor = Ingestor(broker, triage, provider.get_tracer("kotae.ingest"), session=session or uuid.uuid4().hex[:12])
+        ingestor = Ingestor(
+            broker, triage, provider.get_tracer("kotae.ingest"),
+            session=session or uuid.uuid4().hex[:12], clarify_ttl_s=settings.clarify_ttl_s,
+        )
         for raw in comments:
             if raw.id in sent_at:
                 result.resends += 1

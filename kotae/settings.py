@@ -62,6 +62,15 @@ class Settings(BaseSettings):
     fusion_chars: float = Field(default=0.3, ge=0, description="Weight of BM25 over character n-grams.")
     fusion_dense: float = Field(default=0.3, ge=0, description="Weight of the embedding similarity.")
     clarify_ttl_s: float = Field(default=180.0, gt=0, description="How long an ask-back waits for the viewer's reply.")
+    rewrite_model: str | None = Field(
+        default=None,
+        description="Chat model that also rewrites each comment into a standalone search query "
+        "(openai:<model>, anthropic:<model>, compatible:<base_url>|<model>); unset: normalisation only.",
+    )
+    anthropic_api_key: SecretStr | None = None
+    openai_base_url: str | None = Field(default=None, description="Gateway/proxy in front of OpenAI for openai: models.")
+    anthropic_base_url: str | None = Field(default=None, description="Gateway/proxy in front of Anthropic for anthropic: models.")
+    model_timeout_s: float = Field(default=15.0, gt=0, description="Timeout of one model call.")
 
     # Retrieval
     top_k: int = Field(default=8, ge=1, le=100)

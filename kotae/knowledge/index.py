@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -126,11 +127,12 @@ def _meta_from_payload(payload: dict[str, Any] | None) -> IndexMeta | None:
 class EdgeBackend:
     """One qdrant-edge shard (a directory) holding one knowledge base."""
 
-    def __init__(self, path: Path, dim: int | None = None, *, create: bool = False) -> None:
+    def __init__(self, path: Path, dim: int | None = None, *, create: bool = False, owned_dir: Path | None = None) -> None:
         import qdrant_edge as qe
 
         self.qe = qe
         self.path = Path(path)
+        self.owned_dir = owned_dir  # a private copy, deleted on close
         if create:
             if dim is None:
                 raise ValueError("dim is needed to create a shard")
@@ -199,7 +201,11 @@ class EdgeBackend:
         return [[Scored(str(p.id), float(p.score), dict(p.payload or {})) for p in result] for result in results]
 
     def close(self) -> None:
-        self.shard.close()
+        try:
+            self.shard.close()
+        finally:
+            if self.owned_dir is not None:
+                shutil.rmtree(self.owned_dir, ignore_errors=True)
 
 
 # --- production: a Qdrant server through qdrant-client ------------------------------
@@ -358,6 +364,35 @@ class BuildReport:
     dim: int
 
 
+PARALLEL_FROM = 256
+
+
+def _embed_in_worker(spec: str, texts: list[str]) -> np.ndarray:
+    from kotae.knowledge.embeddings import embedder_for
+
+    return embedder_for(spec).embed(texts, "passage")
+
+
+def embed_passages(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Embed passages in batches; an offline model on a multi-core machine uses one process per core."""
+    if not texts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+    workers = min(os.cpu_count() or 1, 4)
+    if getattr(embedder, "offline", False) and len(texts) >= PARALLEL_FROM and workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                return np.concatenate(list(pool.map(_embed_in_worker, [embedder.model_id] * len(batches), batches)))
+        except BrokenProcessPool:  # e.g. a __main__ that workers cannot re-import: do it here
+            pass
+    return np.concatenate([embedder.embed(batch, "passage") for batch in batches])
+
+
 def build_points(
     kb: str, chunks: list[Chunk], embedder: Embedder, cache: EmbeddingCache | None, params: Bm25Params, digest: str
 ) -> tuple[IndexMeta, list[tuple[str, dict[str, Any], dict[str, Any]]], int]:
@@ -370,13 +405,10 @@ def build_points(
             df[w] = df.get(w, 0) + 1
     missing = [i for i, c in enumerate(chunks) if cache is None or c.chunk_id not in cache.vectors]
     vectors: dict[int, np.ndarray] = {}
-    for start in range(0, len(missing), EMBED_BATCH):
-        idx = missing[start : start + EMBED_BATCH]
-        emb = embedder.embed([texts[i] for i in idx], "passage")
-        for i, v in zip(idx, emb):
-            vectors[i] = v
-            if cache is not None:
-                cache.vectors[chunks[i].chunk_id] = v
+    for i, v in zip(missing, embed_passages(embedder, [texts[i] for i in missing])):
+        vectors[i] = v
+        if cache is not None:
+            cache.vectors[chunks[i].chunk_id] = v
     dim = embedder.dim
     points = []
     for i, chunk in enumerate(chunks):
@@ -452,7 +484,11 @@ def open_embedded(store: KnowledgeStore) -> tuple[EdgeBackend, str]:
     except OSError as exc:  # replaced by a concurrent load: the caller retries
         shutil.rmtree(private, ignore_errors=True)
         raise IndexMissing(f"index of {store.name!r} changed while opening it: {exc}") from None
-    return EdgeBackend(private / "shard"), pointer["digest"]
+    try:
+        return EdgeBackend(private / "shard", owned_dir=private), pointer["digest"]
+    except Exception:
+        shutil.rmtree(private, ignore_errors=True)
+        raise
 
 
 # --- searching -------------------------------------------------------------------------

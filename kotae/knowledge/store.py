@@ -46,7 +46,8 @@ class Chunk:
 
 
 def _chunk_id(record: KBRecord, text: str) -> str:
-    digest = hashlib.sha256(f"{record.id}\x00{record.version or ''}\x00{text}".encode()).hexdigest()
+    # The title is part of what is embedded and searched, so it is part of the identity too.
+    digest = hashlib.sha256(f"{record.id}\x00{record.version or ''}\x00{record.title}\x00{text}".encode()).hexdigest()
     return f"{record.id}#{digest[:12]}"
 
 

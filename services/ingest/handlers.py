@@ -17,7 +17,8 @@ from kotae.bus.edge import msg_id
 from kotae.contracts import AnswerV1, CommentV1, subjects
 from kotae.tracing import current_trace_id
 from kotae.services.ingest.sources import RawComment
-from kotae.services.ingest.triage import METHOD, Dropped, Triage
+from kotae.clarify import ClarifyStore
+from kotae.services.ingest.triage import METHOD, Dropped, Triage, hash_author
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,12 @@ class Ingested:
 class Ingestor:
     """Triage comments and publish them."""
 
-    def __init__(self, broker: NatsBroker, triage: Triage, tracer: Tracer, *, session: str = "live") -> None:
+    def __init__(
+        self, broker: NatsBroker, triage: Triage, tracer: Tracer, *, session: str = "live", clarify_ttl_s: float = 180.0
+    ) -> None:
         self.broker = broker
+        self.clarify_ttl_s = clarify_ttl_s
+        self._clarify: ClarifyStore | None = None
         self.triage = triage
         self.tracer = tracer
         # Live sources keep session "live", so a platform resend (same id) is
@@ -52,8 +57,18 @@ class Ingestor:
         )
         return bool(ack is not None and ack.duplicate)
 
+    async def _awaiting_reply(self, raw: RawComment) -> bool:
+        if not raw.author:
+            return False
+        if self._clarify is None:
+            js = self.broker.config.connection_state.stream
+            self._clarify = await ClarifyStore.open(js, self.clarify_ttl_s)
+        return await self._clarify.waiting(self.triage.stream_id, hash_author(raw.author))
+
     async def ingest(self, raw: RawComment) -> Ingested:
-        admitted = self.triage.admit(raw)
+        if raw.id in self.triage.seen:
+            return Ingested(raw.id, "resend")
+        admitted = self.triage.admit(raw, awaiting_reply=await self._awaiting_reply(raw))
         if admitted is None:
             return Ingested(raw.id, "resend")
         with self.tracer.start_as_current_span("ingest", attributes={"kotae.comment_id": raw.id}) as span:

@@ -83,12 +83,18 @@ class Triage:
             kb=self.kb,
         )
 
-    def admit(self, raw: RawComment) -> CommentV1 | Dropped | None:
-        """The comment to publish, a Dropped outcome, or None for a resend of a seen id."""
+    def admit(self, raw: RawComment, *, awaiting_reply: bool = False) -> CommentV1 | Dropped | None:
+        """The comment to publish, a Dropped outcome, or None for a resend of a seen id.
+
+        ``awaiting_reply``: the stream asked this viewer which topic they meant, so
+        their next line is admitted even when it is not a question.
+        """
         if raw.id in self.seen:
             return None
         self.seen.add(raw.id)
         comment = self.to_comment(raw)
+        if awaiting_reply:
+            return comment.model_copy(update={"priority": max(comment.priority, 2)})
         if comment.superchat is None and not is_question(comment.normalized):
             return Dropped(comment, "not_a_question: chatter (greeting, reaction or laughter)")
         return comment

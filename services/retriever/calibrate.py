@@ -52,7 +52,7 @@ def scores_for(retriever: Retriever, questions: list[dict], kb: str, day: date) 
 def choose(answerable: list[float], offtopic: list[float], offtopic_target: float = 0.95) -> Calibration:
     off = np.sort(np.array(offtopic)) if offtopic else np.zeros(1)
     k = min(len(off) - 1, int(np.ceil(offtopic_target * len(off))) - 1)
-    clarify = float(off[max(k, 0)]) + 0.01
+    clarify = round(float(off[max(k, 0)]) + 0.01, 2)
     candidates = sorted(set(round(x, 2) for x in answerable + offtopic + [clarify]))
     best_t, best_j = clarify, -1.0
     for t in candidates:

@@ -1,51 +1,35 @@
-"""The clarify round trip: ask back, then reuse the candidates when the viewer replies.
+"""Answering a reply to an ask-back from the candidates the ask-back stored.
 
-When the gate lands in the grey zone, the retriever asks which topic the viewer
-means and stores the candidate documents in a JetStream key-value bucket under
-(stream, author), with a TTL (``KOTAE_CLARIFY_TTL_S``). When the same viewer
-writes again before it expires, their reply picks among the stored candidates —
-no new search, no re-embedding of the joined text — and the original question
-plus the reply becomes the question that is answered.
+The reply picks among the stored candidates — no new search, no re-embedding of
+the joined text — and the original question plus the reply becomes the question
+that is answered. The store itself is :mod:`kotae.clarify`.
 """
 
 from __future__ import annotations
 
-import hashlib
-from typing import Any
+import re
 
-from pydantic import BaseModel
-
-from kotae.contracts import Evidence, FaqEvidence
+from kotae.clarify import PendingClarify
+from kotae.contracts import Evidence
 from kotae.knowledge.sparse import char_terms
-from kotae.knowledge.text import search_tokens
-
-BUCKET = "kotae_clarify"
+from kotae.knowledge.text import normalize, search_tokens
 
 
-class PendingClarify(BaseModel):
-    """What an ask-back left for the viewer's reply."""
+def _overlap(reply_words: list[str], text: str) -> float:
+    """Share of the reply's content words found in ``text``, as words or as character runs.
 
-    comment_id: str
-    question: str
-    kb: str
-    docs: list[Evidence]
-    faq: list[FaqEvidence] = []
-
-
-def key_for(stream_id: str, author: str) -> str:
-    """A KV key for (stream, author); authors are hashed, keys allow only a few characters."""
-    digest = hashlib.sha256(f"{stream_id}\x00{author}".encode()).hexdigest()[:32]
-    return f"c.{digest}"
-
-
-def _overlap(reply: str, text: str) -> float:
-    words = set(search_tokens(reply))
-    if words and words & set(search_tokens(text)):
-        return len(words & set(search_tokens(text))) / len(words) + 1.0
-    chars = {t for t in char_terms(reply) if len(t) == 2}
-    if not chars:
+    Character runs meet compounds that keep a word inside them (バス in コミュニティバス).
+    """
+    if not reply_words:
         return 0.0
-    return len(chars & set(char_terms(text))) / len(chars)
+    words = set(search_tokens(text))
+    chars = set(char_terms(text))
+    found = 0
+    for w in set(reply_words):
+        grams = [w[i : i + 2] for i in range(len(w) - 1)] or [w]
+        if w in words or all(g in chars for g in grams):
+            found += 1
+    return found / len(set(reply_words))
 
 
 def pick_candidates(reply: str, pending: PendingClarify) -> list[Evidence]:
@@ -55,47 +39,18 @@ def pick_candidates(reply: str, pending: PendingClarify) -> list[Evidence]:
 
         pick_candidates("バスの方", pending)  # → [Evidence(doc_id="bus-fare-2027", …)]
     """
-    scored = [(max(_overlap(reply, d.title), _overlap(reply, d.text) * 0.5), i, d) for i, d in enumerate(pending.docs)]
-    scored = [s for s in scored if s[0] >= 0.34]
+    words = search_tokens(reply)
+    bare = re.sub(r"(の?(ほう|方)|です|だよ|で(す)?|[、。!?！？\s])+$", "", normalize(reply))
+    scored = []
+    for i, d in enumerate(pending.docs):
+        whole = f"{d.title}\n{d.text}"
+        if len(bare) >= 2 and bare in whole:  # the reply quotes the candidate ("コミュニティ")
+            title, text = (1.0 if bare in d.title else 0.0), 1.0
+        else:
+            title, text = _overlap(words, d.title), _overlap(words, whole)
+        # At least half of what the reply says must be in the candidate: one shared word
+        # with a long new question is not a reply.
+        if text >= 0.5:
+            scored.append((title + 0.5 * text, i, d))
     scored.sort(key=lambda s: (-s[0], s[1]))
     return [d for _, _, d in scored]
-
-
-class ClarifyStore:
-    """Pending ask-backs in a JetStream KV bucket with a TTL."""
-
-    def __init__(self, kv: Any) -> None:
-        self.kv = kv
-
-    @classmethod
-    async def open(cls, js: Any, ttl_s: float, replicas: int = 1) -> "ClarifyStore":
-        from nats.js.api import KeyValueConfig
-        from nats.js.errors import BucketNotFoundError
-
-        try:
-            kv = await js.key_value(BUCKET)
-        except BucketNotFoundError:
-            kv = await js.create_key_value(KeyValueConfig(bucket=BUCKET, ttl=ttl_s, history=1, replicas=replicas))
-        return cls(kv)
-
-    async def get(self, stream_id: str, author: str) -> PendingClarify | None:
-        from nats.js.errors import KeyDeletedError, KeyNotFoundError
-
-        try:
-            entry = await self.kv.get(key_for(stream_id, author))
-        except (KeyNotFoundError, KeyDeletedError):
-            return None
-        if not entry.value:
-            return None
-        return PendingClarify.model_validate_json(entry.value)
-
-    async def put(self, stream_id: str, author: str, pending: PendingClarify) -> None:
-        await self.kv.put(key_for(stream_id, author), pending.model_dump_json().encode())
-
-    async def delete(self, stream_id: str, author: str) -> None:
-        from nats.js.errors import KeyNotFoundError
-
-        try:
-            await self.kv.delete(key_for(stream_id, author))
-        except KeyNotFoundError:
-            pass

@@ -11,7 +11,8 @@ from kotae.bus.edge import StageEdge
 from kotae.contracts import AnswerV1, CommentV1, RetrievalV1, subjects
 from kotae.settings import Settings
 from kotae.tracing import current_trace_id
-from kotae.services.retriever.clarify import ClarifyStore, PendingClarify, pick_candidates
+from kotae.clarify import ClarifyStore, PendingClarify
+from kotae.services.retriever.clarify import pick_candidates
 from kotae.services.retriever.logic import METHOD, Retriever, ask_back
 
 
@@ -66,6 +67,7 @@ def build_router(settings: Settings, retriever: Retriever | None = None) -> Nats
                 RetrievalV1(
                     **common, comment=comment, gate=result.gate, top_score=result.top_score,
                     docs=result.docs, faq=result.faq, method=result.method, kb=kb,
+                    query=result.query, prompt_version=result.prompt_version,
                 ),
             )
         elif result.gate == "clarify":
@@ -75,7 +77,10 @@ def build_router(settings: Settings, retriever: Retriever | None = None) -> Nats
                 await store.put(
                     comment.stream_id,
                     comment.author,
-                    PendingClarify(comment_id=comment.comment_id, question=comment.normalized, kb=kb, docs=result.docs, faq=result.faq),
+                    PendingClarify(
+                        comment_id=comment.comment_id, question=comment.normalized, kb=kb,
+                        docs=[d for d in result.docs if d.title in candidates], faq=result.faq,
+                    ),
                 )
             await edge.publish(
                 subjects.answer("clarify"),

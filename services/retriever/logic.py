@@ -39,6 +39,7 @@ from kotae.knowledge.index import (
 from kotae.knowledge.store import KnowledgeStore
 from kotae.knowledge.text import search_tokens
 from kotae.settings import Settings
+from kotae.services.retriever.rewrite import QueryRewriter
 
 METHOD = "hybrid"
 
@@ -59,6 +60,8 @@ class Retrieval:
     faq: list[FaqEvidence] = field(default_factory=list)
     method: str = METHOD
     kb: str = "default"
+    query: str | None = None  # the model's rewrite, when it was searched too
+    prompt_version: str | None = None
 
     def candidates(self, limit: int = 3) -> list[str]:
         """Distinct titles of the documents close to the best one, for asking back."""
@@ -101,6 +104,15 @@ def best_per_document(hits: list[Hit]) -> list[Hit]:
     return out
 
 
+def _merge(first: list[Hit], second: list[Hit]) -> list[Hit]:
+    best: dict[str, Hit] = {}
+    for hit in first + second:
+        key = hit.payload.get("chunk_id", "")
+        if key not in best or hit.score > best[key].score:
+            best[key] = hit
+    return best_per_document(sorted(best.values(), key=lambda h: (-h.score, h.payload.get("chunk_id", ""))))
+
+
 def gate_score(meta: IndexMeta, query_words: list[str], hit: Hit | None) -> float:
     if hit is None:
         return 0.0
@@ -133,6 +145,8 @@ class Retriever:
         )
         self.weights = Weights(words=settings.fusion_words, chars=settings.fusion_chars, dense=settings.fusion_dense)
         self._searchers: dict[str, tuple[Any, HybridSearcher]] = {}
+        self.rewriter = QueryRewriter.from_settings(settings)
+        self._retired: list[tuple[float, Any]] = []
         self._server: Backend | None = None
         self._lock = threading.Lock()
 
@@ -165,11 +179,29 @@ class Retriever:
         if meta is None:
             backend.close()
             raise KnowledgeBaseMissing(f"the index of {kb!r} has no metadata; reload it (kotae kb load)")
+        try:
+            searcher = self._searcher(backend, meta)
+        except IndexModelMismatch:
+            backend.close()
+            raise
         if cached:
-            cached[1].backend.close()
-        searcher = self._searcher(backend, meta)
+            # Searches on other threads may still be using the old shard: close it a little later.
+            self._retired.append((time.monotonic(), cached[1].backend))
+        self._close_retired()
         self._searchers[kb] = (built_from, searcher)
         return searcher
+
+    def _close_retired(self, grace_s: float = 30.0, *, force: bool = False) -> None:
+        keep = []
+        for retired_at, backend in self._retired:
+            if force or time.monotonic() - retired_at > grace_s:
+                try:
+                    backend.close()
+                except Exception:
+                    pass
+            else:
+                keep.append((retired_at, backend))
+        self._retired = keep
 
     def _searcher(self, backend: Backend, meta: IndexMeta) -> HybridSearcher:
         try:
@@ -181,14 +213,27 @@ class Retriever:
         with self._lock:
             return self._open(kb)
 
-    def retrieve(self, text: str, *, kb: str, day: date) -> Retrieval:
-        searcher = self.searcher(kb)
+    def _search(self, searcher: HybridSearcher, text: str, day: date) -> tuple[list[Hit], list[Hit], float]:
         kinds = ("doc", "faq") if self.settings.top_faq else ("doc",)
         hits = searcher.search_many(text, kinds=kinds, day=day, top_k=self.settings.top_k * 3)
-        docs = best_per_document(hits["doc"])[: self.settings.top_k]
-        faq = hits.get("faq", [])[: self.settings.top_faq]
+        docs = best_per_document(hits["doc"])
+        faq = hits.get("faq", [])
         words = search_tokens(text)
         best = max(gate_score(searcher.meta, words, h) for h in [docs[0] if docs else None, faq[0] if faq else None])
+        return docs, faq, best
+
+    def retrieve(self, text: str, *, kb: str, day: date) -> Retrieval:
+        searcher = self.searcher(kb)
+        docs, faq, best = self._search(searcher, text, day)
+        rewritten = self.rewriter.rewrite(text) if self.rewriter else None
+        if rewritten:
+            # Both the comment and its rewrite are searched; each chunk keeps its better score.
+            docs2, faq2, best2 = self._search(searcher, rewritten, day)
+            docs = _merge(docs, docs2)
+            faq = _merge(faq, faq2)
+            best = max(best, best2)
+        docs = docs[: self.settings.top_k]
+        faq = faq[: self.settings.top_faq]
         if best >= self.settings.gate_answer:
             gate = "answer"
         elif best >= self.settings.gate_clarify:
@@ -200,16 +245,21 @@ class Retriever:
             top_score=round(best, 4),
             docs=[evidence(h) for h in docs],
             faq=[faq_evidence(h) for h in faq],
+            method=f"{METHOD}+rewrite" if rewritten else METHOD,
             kb=kb,
+            query=rewritten,
+            prompt_version=self.rewriter.prompt_version if rewritten and self.rewriter else None,
         )
 
     def close(self) -> None:
+        """Close every index this retriever opened (and delete its private copies)."""
         for _, searcher in self._searchers.values():
             try:
                 searcher.backend.close()
             except Exception:
                 pass
         self._searchers.clear()
+        self._close_retired(force=True)
 
 
 def ask_back(candidates: list[str], lang: str) -> str:

@@ -1,0 +1,96 @@
+"""A local HTTP server that speaks the OpenAI and Anthropic wire formats.
+
+Tests point the real openai and anthropic SDKs at it (``base_url``). Each
+request takes the next scripted behaviour: a reply text, or a fault — ``429``,
+``500``, ``timeout`` (answers after the client gave up), ``garbage`` (a body that
+is not JSON), ``truncated`` (JSON cut short). Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeModelServer:
+    def __init__(self, default: str = "ok", *, timeout_sleep_s: float = 3.0) -> None:
+        self.script: deque[str] = deque()
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self.timeout_sleep_s = timeout_sleep_s
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                behaviour = server.script.popleft() if server.script else server.default
+                if behaviour in ("429", "500", "503"):
+                    self._send(int(behaviour), {"error": {"message": f"scripted {behaviour}", "type": "scripted"}})
+                elif behaviour == "timeout":
+                    time.sleep(server.timeout_sleep_s)
+                    self._send(200, self._reply(body, "late"))
+                elif behaviour == "garbage":
+                    self._raw(200, b"<html>not json</html>")
+                elif behaviour == "truncated":
+                    self._raw(200, json.dumps(self._reply(body, "cut"))[:40].encode())
+                else:
+                    self._send(200, self._reply(body, behaviour))
+
+            def _reply(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+                if self.path.endswith("/messages"):
+                    return {
+                        "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
+                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+                        "usage": {"input_tokens": 11, "output_tokens": 7},
+                    }
+                if self.path.endswith("/embeddings"):
+                    inputs = body.get("input") or []
+                    inputs = [inputs] if isinstance(inputs, str) else inputs
+                    return {
+                        "object": "list", "model": body.get("model", "fake"),
+                        "data": [{"object": "embedding", "index": i, "embedding": [1.0, 0.0, float(len(t) % 7)]} for i, t in enumerate(inputs)],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    }
+                return {
+                    "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                }
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                self._raw(status, json.dumps(payload, ensure_ascii=False).encode())
+
+            def _raw(self, status: int, data: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> "FakeModelServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
