@@ -58,9 +58,9 @@ class Settings(BaseSettings):
     qdrant_url: str | None = Field(default=None, description="Qdrant server (http://…); unset: embedded qdrant-edge.")
     qdrant_api_key: SecretStr | None = None
     qdrant_collection: str = "kotae_chunks"
-    fusion_words: float = Field(default=0.4, ge=0, description="Weight of BM25 over words in hybrid fusion.")
-    fusion_chars: float = Field(default=0.3, ge=0, description="Weight of BM25 over character n-grams.")
-    fusion_dense: float = Field(default=0.3, ge=0, description="Weight of the embedding similarity.")
+    fusion_words: float = Field(default=0.75, ge=0, description="Weight of BM25 over words in hybrid fusion.")
+    fusion_chars: float = Field(default=1.0, ge=0, description="Weight of BM25 over character n-grams.")
+    fusion_dense: float = Field(default=0.1, ge=0, description="Weight of the embedding similarity.")
     clarify_ttl_s: float = Field(default=180.0, gt=0, description="How long an ask-back waits for the viewer's reply.")
     rewrite_model: str | None = Field(
         default=None,

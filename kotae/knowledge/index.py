@@ -20,6 +20,7 @@ Two backends with the same behaviour:
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -470,17 +471,56 @@ def build_index(
     )
 
 
+def _copy_sparse(src: str, dst: str) -> None:
+    """Copy a file keeping its holes: a shard preallocates (WAL, mmap) far more than it writes."""
+    block = 1 << 20
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        while chunk := fin.read(block):
+            if chunk.count(0) == len(chunk):
+                fout.seek(len(chunk), os.SEEK_CUR)
+            else:
+                fout.write(chunk)
+        fout.truncate()
+    shutil.copystat(src, dst)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_copies(folder: Path) -> None:
+    """Private copies left by processes that died without closing them."""
+    for old in folder.glob("*-*"):
+        pid = old.name.split("-", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def open_embedded(store: KnowledgeStore) -> tuple[EdgeBackend, str]:
-    """A private copy of the knowledge base's built shard, opened; and the digest it was built from."""
+    """A private copy of the knowledge base's built shard, opened; and the digest it was built from.
+
+    Copies live in ``kb/<name>/.open/<pid>-…`` and are deleted on close, at exit, or — for
+    a process that was killed — by the next process that opens the knowledge base.
+    """
     pointer_path = store.dir / "index.json"
     try:
         pointer = json.loads(pointer_path.read_text())
     except (OSError, ValueError):
         raise IndexMissing(f"knowledge base {store.name!r} has no index (run: kotae kb load PATH --name {store.name})") from None
     source = store.dir / pointer["path"]
-    private = Path(tempfile.mkdtemp(prefix=f"kotae-index-{store.name}-"))
+    opened = store.dir / ".open"
+    opened.mkdir(parents=True, exist_ok=True)
+    _remove_stale_copies(opened)
+    private = Path(tempfile.mkdtemp(dir=opened, prefix=f"{os.getpid()}-"))
+    atexit.register(shutil.rmtree, private, True)
     try:
-        shutil.copytree(source, private / "shard")
+        shutil.copytree(source, private / "shard", copy_function=_copy_sparse)
     except OSError as exc:  # replaced by a concurrent load: the caller retries
         shutil.rmtree(private, ignore_errors=True)
         raise IndexMissing(f"index of {store.name!r} changed while opening it: {exc}") from None

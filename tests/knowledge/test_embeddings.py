@@ -154,3 +154,32 @@ def test_a_remote_model_of_unknown_dimension_is_checked_by_name() -> None:
     check_same_model("openai:text-embedding-3-small", 1536, remote)
     with pytest.raises(EmbeddingMismatch):
         check_same_model("openai:text-embedding-3-small", 3072, remote)
+
+
+def test_an_openai_compatible_embedding_model_indexes_and_searches_end_to_end(tmp_path) -> None:
+    """kb load and retrieval with KOTAE_EMBEDDING_MODEL=compatible:…, through the real openai SDK."""
+    from datetime import date
+
+    from kotae.knowledge.loading import load_knowledge_base
+    from kotae.knowledge.records import KBRecord
+    from kotae.services.retriever.logic import Retriever
+    from kotae.settings import load_settings
+
+    from tests.fakes.model_server import FakeModelServer
+
+    records = [
+        KBRecord(id="fee", kind="doc", title="保育料", text="保育料は月額1万5千円を上限にします。"),
+        KBRecord(id="bus", kind="doc", title="バス", text="バスの運賃は150円にします。"),
+    ]
+    with FakeModelServer() as fake:
+        settings = load_settings(
+            data_dir=tmp_path, embedding_model=f"compatible:{fake.url}/v1|embedder", openai_api_key="k"
+        )
+        report = load_knowledge_base(records, "default", settings)
+        result = Retriever(settings).retrieve("保育料はいくら？", kb="default", day=date(2026, 11, 30))
+    assert report["index"]["model"] == f"compatible:{fake.url}/v1|embedder"
+    assert report["index"]["dim"] == 3  # what the server returned, recorded in the index
+    assert result.docs[0].doc_id == "fee"
+    paths = [r["path"] for r in fake.requests]
+    assert paths and set(paths) == {"/v1/embeddings"}
+    assert fake.requests[-1]["body"]["input"] == ["保育料はいくら？"]

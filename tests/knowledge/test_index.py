@@ -147,7 +147,8 @@ def test_open_embedded_opens_a_private_copy(built) -> None:  # type: ignore[no-u
     second, _ = open_embedded(store)  # a shard is open in one place at a time: each gets its own copy
     try:
         assert first.path != second.path
-        assert store.dir not in first.path.parents
+        built_at = store.dir / json.loads((store.dir / "index.json").read_text())["path"]
+        assert first.path != built_at and store.dir / ".open" in first.path.parents  # never the built shard itself
         assert first.meta("tiny") == second.meta("tiny")
     finally:
         first.close()

@@ -423,7 +423,7 @@ async def test_a_new_question_after_an_ask_back_is_not_taken_for_a_reply(bus: Ou
     stream = f"s-{uuid.uuid4().hex[:8]}"
     await bus.send(live(VAGUE_BUS, "q-3", "viewer", stream))
     subject, body = await bus.next()
-    assert AnswerV1.model_validate(body).candidates == [BUS_TITLE]  # only the bus policy was offered
+    assert BUS_TITLE in AnswerV1.model_validate(body).candidates  # the bus policy was offered
 
     await bus.send(live("保育料っていくらになるの", "r-3", "viewer", stream))
     subject, body = await bus.next()
