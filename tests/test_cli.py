@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,25 @@ def processes_using(path: Path) -> list[str]:
         if needle in blob:
             found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
     return found
+
+
+def jsonl(rows: list[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n"
+
+
+def run_batch(
+    command: str, batch: Path, text: str, *, data: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Write ``text`` to ``batch`` and run ``kotae <command> --batch <batch>``."""
+    batch.write_text(text, encoding="utf-8")
+    return kotae(command, "--batch", str(batch), data=data, env=env)
+
+
+def assert_batch_stopped_at(result: subprocess.CompletedProcess[str], batch: Path, line: int, field: str) -> None:
+    """Exit 1 naming ``<batch>:<line>`` and the bad field, with nothing on stdout."""
+    assert result.returncode == 1
+    assert f"{batch}:{line}" in result.stderr and field in result.stderr
+    assert result.stdout == ""
 
 
 @pytest.fixture
@@ -84,20 +104,12 @@ def test_kb_load_bad_input_names_file_line_and_field_and_writes_nothing(data: Pa
 
 def test_search_batch_prints_the_contract_and_respects_dates(data: Path, tmp_path: Path, sample_kb_path: Path) -> None:
     kotae("kb", "load", str(sample_kb_path), data=data)
-    batch = tmp_path / "q.jsonl"
-    batch.write_text(
-        "\n".join(
-            json.dumps(q, ensure_ascii=False)
-            for q in [
-                {"id": "now", "text": "コミュニティバスの運賃はいくら？", "at": "2026-11-30"},
-                {"id": "then", "text": "コミュニティバスの運賃はいくら？", "at": "2026-06-01"},
-                {"id": 3, "text": "今日の天気は？"},
-            ]
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    result = kotae("search", "--batch", str(batch), data=data)
+    queries = [
+        {"id": "now", "text": "コミュニティバスの運賃はいくら？", "at": "2026-11-30"},
+        {"id": "then", "text": "コミュニティバスの運賃はいくら？", "at": "2026-06-01"},
+        {"id": 3, "text": "今日の天気は？"},
+    ]
+    result = run_batch("search", tmp_path / "q.jsonl", jsonl(queries), data=data)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["id"] for r in rows] == ["now", "then", 3]
@@ -117,37 +129,24 @@ def test_search_batch_prints_the_contract_and_respects_dates(data: Path, tmp_pat
 def test_search_batch_bad_line_stops_before_any_output(data: Path, tmp_path: Path, sample_kb_path: Path) -> None:
     kotae("kb", "load", str(sample_kb_path), data=data)
     batch = tmp_path / "q.jsonl"
-    batch.write_text('{"id": "a", "text": "保育料は？"}\n{"id": "b"}\n', encoding="utf-8")
-    result = kotae("search", "--batch", str(batch), data=data)
-    assert result.returncode == 1
-    assert f"{batch}:2" in result.stderr and "text" in result.stderr
-    assert result.stdout == ""
+    result = run_batch("search", batch, '{"id": "a", "text": "保育料は？"}\n{"id": "b"}\n', data=data)
+    assert_batch_stopped_at(result, batch, 2, "text")
 
 
 def test_search_without_a_knowledge_base_is_an_error_not_no_evidence(data: Path, tmp_path: Path) -> None:
-    batch = tmp_path / "q.jsonl"
-    batch.write_text('{"id": "a", "text": "保育料は？"}\n', encoding="utf-8")
-    result = kotae("search", "--batch", str(batch), data=data)
+    result = run_batch("search", tmp_path / "q.jsonl", '{"id": "a", "text": "保育料は？"}\n', data=data)
     assert result.returncode != 0
     assert "not loaded" in result.stderr
 
 
 def test_verify_batch(data: Path, tmp_path: Path) -> None:
     ctx = [{"id": "d1", "text": "0〜2歳児の保育料は月額1万5千円を上限にします。"}]
-    batch = tmp_path / "v.jsonl"
-    batch.write_text(
-        "\n".join(
-            json.dumps(c, ensure_ascii=False)
-            for c in [
-                {"id": "good", "question": "保育料は？", "contexts": ctx, "answer": "保育料は月額1万5千円を上限にします[1]。"},
-                {"id": "number", "question": "保育料は？", "contexts": ctx, "answer": "保育料は月額2万5千円を上限にします[1]。"},
-                {"id": "uncited", "question": "保育料は？", "contexts": ctx, "answer": "保育料は無料です。"},
-            ]
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    result = kotae("verify", "--batch", str(batch), data=data)
+    cases = [
+        {"id": "good", "question": "保育料は？", "contexts": ctx, "answer": "保育料は月額1万5千円を上限にします[1]。"},
+        {"id": "number", "question": "保育料は？", "contexts": ctx, "answer": "保育料は月額2万5千円を上限にします[1]。"},
+        {"id": "uncited", "question": "保育料は？", "contexts": ctx, "answer": "保育料は無料です。"},
+    ]
+    result = run_batch("verify", tmp_path / "v.jsonl", jsonl(cases), data=data)
     assert result.returncode == 0, result.stderr
     rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
     assert rows["good"]["verdict"] == 0 and rows["good"]["reasons"] == []
@@ -158,17 +157,12 @@ def test_verify_batch(data: Path, tmp_path: Path) -> None:
 
 def test_verify_batch_bad_input(data: Path, tmp_path: Path) -> None:
     batch = tmp_path / "v.jsonl"
-    batch.write_text('{"id": 1, "question": "q", "contexts": "nope", "answer": "a"}\n', encoding="utf-8")
-    result = kotae("verify", "--batch", str(batch), data=data)
-    assert result.returncode == 1
-    assert f"{batch}:1" in result.stderr and "contexts" in result.stderr
-    assert result.stdout == ""
+    result = run_batch("verify", batch, '{"id": 1, "question": "q", "contexts": "nope", "answer": "a"}\n', data=data)
+    assert_batch_stopped_at(result, batch, 1, "contexts")
 
 
 def test_a_bad_setting_stops_the_command_naming_the_variable(data: Path, tmp_path: Path) -> None:
-    batch = tmp_path / "q.jsonl"
-    batch.write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
-    result = kotae("search", "--batch", str(batch), data=data, env={"KOTAE_GATE_ANSWER": "high"})
+    result = run_batch("search", tmp_path / "q.jsonl", '{"id": "a", "text": "x"}\n', data=data, env={"KOTAE_GATE_ANSWER": "high"})
     assert result.returncode == 2
     assert "KOTAE_GATE_ANSWER" in result.stderr
 

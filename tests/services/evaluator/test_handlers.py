@@ -2,89 +2,30 @@
 
 answer.v1 in on kotae.answer.v1.> (every outcome); evaluation.v1 on
 kotae.evaluation.v1 out; poison input to kotae.deadletter.v1.evaluator.
-
-Outputs are published with ``stream=<its stream>``, and TestNatsBroker only
-delivers those to subscribers of a JStream of that name, so the taps subscribe
-with one. Inputs carry a ``$JS.ACK...`` reply subject, as a pull consumer's
-messages do, so the edge reads ``num_delivered`` and the stream sequence from
-``msg.raw_message.metadata`` as on a server (a TestNatsBroker message has no
-reply subject, and ``metadata`` raises ``NotJSMessageError`` on it).
+The in-memory bus (and why inputs carry a ``$JS.ACK...`` reply subject) is
+tests/services/bus_harness.py.
 """
 
-import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
-from faststream.nats import JStream, NatsBroker, TestNatsBroker
-from faststream.nats.annotations import NatsMessage
 
-from kotae.contracts import AnswerV1, Citation, CommentV1, DeadLetterV1, EvaluationV1, Evidence, subjects
+from kotae.contracts import AnswerV1, Citation, CommentV1, EvaluationV1, Evidence, subjects
 from kotae.services.evaluator.handlers import build_router
 from kotae.settings import Settings, load_settings
 
+from tests.services.bus_harness import POISON, StageHarness
+
 STAGE = "evaluator"
-IN_STREAM = subjects.STREAM_ANSWERS
 # The evaluator's consumer filters kotae.answer.v1.>; messages arrive on one outcome's subject.
-IN_SUBJECT = subjects.answer("verified")
-
-
-# --- in-memory bus helpers (the same in every stage's test) -----------------------
-
-
-@dataclass(frozen=True)
-class Seen:
-    subject: str
-    headers: dict[str, Any]
-    body: Any
-
-
-class Wire:
-    """Everything the stage publishes on ``patterns``, in order."""
-
-    def __init__(self, broker: NatsBroker, *patterns: str) -> None:
-        self.seen: list[Seen] = []
-        self.taps = [self._tap(broker, p) for p in patterns]
-
-    def _tap(self, broker: NatsBroker, pattern: str) -> Any:
-        @broker.subscriber(pattern, stream=JStream(subjects.stream_of(pattern), declare=False))
-        async def tap(body: Any, msg: NatsMessage) -> None:
-            self.seen.append(Seen(msg.raw_message.subject, dict(msg.headers), body))
-
-        return tap
-
-    def only(self) -> Seen:
-        assert len(self.seen) == 1, [s.subject for s in self.seen]
-        return self.seen[0]
-
-    def clear(self) -> None:
-        self.seen.clear()
-
-
-def js_reply(seq: int, delivered: int = 1) -> str:
-    """The ack subject a JetStream pull consumer's message carries (metadata source)."""
-    return f"$JS.ACK.{IN_STREAM}.{STAGE}.{delivered}.{seq}.{seq}.1764504000000000000.0"
-
-
-async def send(
-    br: NatsBroker,
-    payload: bytes,
-    *,
-    seq: int,
-    subject: str = IN_SUBJECT,
-    content_type: str | None = "application/json",
-) -> None:
-    headers = {"content-type": content_type} if content_type is not None else None
-    await br.publish(payload, subject, stream=IN_STREAM, headers=headers, reply_to=js_reply(seq))
-
-
-def stage_broker(settings: Settings) -> tuple[NatsBroker, Wire]:
-    broker = NatsBroker()
-    broker.include_router(build_router(settings))
-    wire = Wire(broker, subjects.EVALUATION, subjects.DEADLETTER_ALL)
-    return broker, wire
+HARNESS = StageHarness(
+    STAGE,
+    subjects.answer("verified"),
+    build_router,
+    outputs=(subjects.EVALUATION, subjects.DEADLETTER_ALL),
+    in_stream=subjects.STREAM_ANSWERS,
+)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -162,11 +103,7 @@ def unanswered(comment_id: str) -> AnswerV1:
 
 async def test_verified_answer_is_evaluated(settings: Settings) -> None:
     a = verified()
-    broker, wire = stage_broker(settings)
-    async with TestNatsBroker(broker) as br:
-        await send(br, a.model_dump_json().encode(), seq=1)
-
-    out = wire.only()
+    out = await HARNESS.only_output(settings, a)
     assert out.subject == subjects.EVALUATION
     evaluation = EvaluationV1.model_validate(out.body)
     assert evaluation.answer_message_id == a.message_id
@@ -185,11 +122,7 @@ async def test_verified_answer_is_evaluated(settings: Settings) -> None:
 
 async def test_every_outcome_subject_is_evaluated(settings: Settings) -> None:
     a = unanswered("c-un")
-    broker, wire = stage_broker(settings)
-    async with TestNatsBroker(broker) as br:
-        await send(br, a.model_dump_json().encode(), seq=1, subject=subjects.answer("unanswered"))
-
-    out = wire.only()
+    out = await HARNESS.only_output(settings, a, subject=subjects.answer("unanswered"))
     assert out.subject == subjects.EVALUATION
     evaluation = EvaluationV1.model_validate(out.body)
     assert evaluation.answer_message_id == a.message_id
@@ -199,38 +132,13 @@ async def test_every_outcome_subject_is_evaluated(settings: Settings) -> None:
     assert evaluation.context_precision is None
 
 
-POISON = [
-    pytest.param(b"not json", None, None, id="not-json"),
-    pytest.param(b"not json", "application/json", None, id="not-json-typed-json"),
-    pytest.param(
-        json.dumps({"comment_id": "c-bad", "stream_id": "stream-1"}).encode(), "application/json", "c-bad", id="missing-fields"
-    ),
-]
-
-
 @pytest.mark.parametrize(("payload", "content_type", "comment_id"), POISON)
 async def test_poison_is_dead_lettered_and_the_next_message_handled(
     settings: Settings, payload: bytes, content_type: str | None, comment_id: str | None
 ) -> None:
-    broker, wire = stage_broker(settings)
     good = verified(comment_id="c-after")
-    async with TestNatsBroker(broker) as br:
-        await send(br, payload, seq=7, content_type=content_type)
-        letter_seen = wire.only()
-        wire.clear()
-        await send(br, good.model_dump_json().encode(), seq=8)
+    letter_seen, after = await HARNESS.poison_then(settings, payload, content_type, good)
 
-    assert letter_seen.subject == subjects.deadletter(STAGE)
-    letter = DeadLetterV1.model_validate(letter_seen.body)
-    assert letter.error_type == "poison"
-    assert letter.stage == STAGE
-    assert letter.subject == IN_SUBJECT
-    assert letter.payload == payload.decode()
-    assert letter.payload_encoding == "utf-8"
-    assert letter.deliveries == 1
-    assert letter.comment_id == comment_id
-    assert letter_seen.headers["Nats-Msg-Id"] == f"{STAGE}:deadletter:{IN_STREAM}:7"
-
-    after = wire.only()
+    HARNESS.assert_poison_letter(letter_seen, payload, comment_id)
     assert after.subject == subjects.EVALUATION
     assert EvaluationV1.model_validate(after.body).comment_id == "c-after"

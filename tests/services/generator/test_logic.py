@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -13,11 +14,16 @@ from kotae.knowledge.text import normalize, split_sentences
 from kotae.services.generator.logic import NOT_FOUND, Draft, extractive_answer
 from kotae.services.verifier.logic import verify
 
-CHILDCARE = Evidence(
-    doc_id="childcare-2027",
-    chunk_id="childcare-2027#a",
-    title="子育て支援：保育料と待機児童ゼロ",
-    text=(
+
+def evidence(doc_id: str, title: str, text: str, **kw: Any) -> Evidence:
+    """One chunk of a document, ``<doc_id>#a``."""
+    return Evidence(doc_id=doc_id, chunk_id=f"{doc_id}#a", title=title, text=text, **kw)
+
+
+CHILDCARE = evidence(
+    "childcare-2027",
+    "子育て支援：保育料と待機児童ゼロ",
+    (
         "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。"
         "第2子以降の保育料は無料にします。"
         "2028年4月までに認可保育所を12か所新設し、定員を840人増やします。"
@@ -27,11 +33,10 @@ CHILDCARE = Evidence(
     slide=4,
     lang="ja",
 )
-VOTE = Evidence(
-    doc_id="how-to-vote-2027",
-    chunk_id="how-to-vote-2027#a",
-    title="投票のしかた",
-    text=(
+VOTE = evidence(
+    "how-to-vote-2027",
+    "投票のしかた",
+    (
         "投票のしかた\n"  # chunks of a sectioned document start with their heading
         "投票日は2027年4月25日（日）です。"
         "投票日の投票時間は、午前7時から午後8時までです。"
@@ -41,11 +46,10 @@ VOTE = Evidence(
     slide=14,
     lang="ja",
 )
-BUS_EN = Evidence(
-    doc_id="bus-fare-2027-en",
-    chunk_id="bus-fare-2027-en#a",
-    title="Buses",
-    text=(
+BUS_EN = evidence(
+    "bus-fare-2027-en",
+    "Buses",
+    (
         "A ride on the Minato Loop community bus will cost adults a flat 150 yen. "
         "Children of elementary-school age or younger ride free. "
         "On weekdays, buses will run 4 times an hour instead of twice."
@@ -54,20 +58,13 @@ BUS_EN = Evidence(
     slide=6,
     lang="en",
 )
-VOTE_EN = Evidence(
-    doc_id="how-to-vote-2027-en",
-    chunk_id="how-to-vote-2027-en#a",
-    title="How to vote",
-    text="Election day is Sunday, 25 April 2027. Polling stations are open from 7:00 a.m. to 8:00 p.m. on election day.",
+VOTE_EN = evidence(
+    "how-to-vote-2027-en",
+    "How to vote",
+    "Election day is Sunday, 25 April 2027. Polling stations are open from 7:00 a.m. to 8:00 p.m. on election day.",
     lang="en",
 )
-BUSINESS_JA = Evidence(
-    doc_id="business-2027",
-    chunk_id="business-2027#a",
-    title="地元事業者支援",
-    text="市内で新しく店や会社を始める人に、最大200万円の創業補助金を出します。",
-    lang="ja",
-)
+BUSINESS_JA = evidence("business-2027", "地元事業者支援", "市内で新しく店や会社を始める人に、最大200万円の創業補助金を出します。", lang="ja")
 FAQ_FEE = FaqEvidence(
     faq_id="faq-childcare-fee",
     question="保育料はいくらになりますか？",
@@ -207,24 +204,17 @@ def test_an_injection_cannot_put_words_in_its_mouth(comment: str) -> None:
 
 
 def test_an_amount_question_picks_the_sentence_with_the_amount() -> None:
-    doc = Evidence(
-        doc_id="lunch",
-        chunk_id="lunch#a",
-        title="給食",
-        text="給食費の見直しを進めます。給食費は1人あたり月額4千円にします。給食費の相談窓口を作ります。",
-        lang="ja",
-    )
+    doc = evidence("lunch", "給食", "給食費の見直しを進めます。給食費は1人あたり月額4千円にします。給食費の相談窓口を作ります。", lang="ja")
     d, rerank = draft("給食費はいくら？", [doc], max_sentences=1)
     assert d.answer == "給食費は1人あたり月額4千円にします[1]。"
     assert_grounded(d, rerank)
 
 
 def test_an_english_amount_question_picks_the_sentence_with_the_amount() -> None:
-    doc = Evidence(
-        doc_id="lunch-en",
-        chunk_id="lunch-en#a",
-        title="Lunch",
-        text="School lunch will be reviewed. School lunch will cost 4,000 yen a month. School lunch menus will use local fish.",
+    doc = evidence(
+        "lunch-en",
+        "Lunch",
+        "School lunch will be reviewed. School lunch will cost 4,000 yen a month. School lunch menus will use local fish.",
         lang="en",
     )
     d, _ = draft("How much is school lunch?", [doc], max_sentences=1)

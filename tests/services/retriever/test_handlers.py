@@ -15,15 +15,8 @@ Two halves:
   needs the clarify store in a JetStream KV bucket — the ask-back, the reply that
   picks a candidate, replies that do not.
 
-How the in-memory broker is made to look like JetStream:
-
-* Every output is published with ``stream=<its stream>`` and TestNatsBroker
-  delivers a message that names a stream only to subscribers of a JStream of
-  that name, so the taps below subscribe with the right JStream.
-* TestNatsBroker's messages have no reply subject, so ``msg.raw_message.metadata``
-  raises ``NotJSMessageError``; inputs are published with a ``$JS.ACK...``
-  reply subject (what a pull consumer's messages carry) so the edge reads
-  ``num_delivered`` and the stream sequence exactly as it does on a server.
+How the in-memory broker is made to look like JetStream (taps on each output's
+stream, inputs with a ``$JS.ACK...`` reply subject): tests/services/bus_harness.py.
 """
 
 from __future__ import annotations
@@ -32,15 +25,13 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
-from faststream.nats import JStream, NatsBroker, TestNatsBroker
-from faststream.nats.annotations import NatsMessage
+from faststream.nats import TestNatsBroker
 from nats.js.errors import KeyNotFoundError
 
 from kotae.clarify import BUCKET, ClarifyStore, PendingClarify, key_for
@@ -51,6 +42,7 @@ from kotae.services.retriever.handlers import build_router
 from kotae.settings import Settings, load_settings
 
 from tests.integration.stages import running_stages
+from tests.services.bus_harness import POISON, StageHarness
 
 STAGE = "retriever"
 IN_SUBJECT = subjects.COMMENT
@@ -61,55 +53,9 @@ BUS_TITLE = "公共交通：コミュニティバス運賃と新路線"
 VAGUE_BUS = "バス代いくらになるんですか？"  # gates clarify on the sample, candidates: the bus policy
 
 PETS = KBRecord(id="pets", kind="doc", title="動物愛護", text="ペットの殺処分ゼロを目指します。保護犬と保護猫の譲渡会を毎月開きます。")
-
-
-# --- in-memory bus helpers (the same in every stage's test) -----------------------
-
-
-@dataclass(frozen=True)
-class Seen:
-    subject: str
-    headers: dict[str, Any]
-    body: Any
-
-
-class Wire:
-    """Everything the stage publishes on ``patterns``, in order."""
-
-    def __init__(self, broker: NatsBroker, *patterns: str) -> None:
-        self.seen: list[Seen] = []
-        self.taps = [self._tap(broker, p) for p in patterns]
-
-    def _tap(self, broker: NatsBroker, pattern: str) -> Any:
-        @broker.subscriber(pattern, stream=JStream(subjects.stream_of(pattern), declare=False))
-        async def tap(body: Any, msg: NatsMessage) -> None:
-            self.seen.append(Seen(msg.raw_message.subject, dict(msg.headers), body))
-
-        return tap
-
-    def only(self) -> Seen:
-        assert len(self.seen) == 1, [s.subject for s in self.seen]
-        return self.seen[0]
-
-    def clear(self) -> None:
-        self.seen.clear()
-
-
-def js_reply(seq: int, delivered: int = 1) -> str:
-    """The ack subject a JetStream pull consumer's message carries (metadata source)."""
-    return f"$JS.ACK.{IN_STREAM}.{STAGE}.{delivered}.{seq}.{seq}.1764504000000000000.0"
-
-
-async def send(br: NatsBroker, payload: bytes, *, seq: int, content_type: str | None = "application/json") -> None:
-    headers = {"content-type": content_type} if content_type is not None else None
-    await br.publish(payload, IN_SUBJECT, stream=IN_STREAM, headers=headers, reply_to=js_reply(seq))
-
-
-def stage_broker(settings: Settings) -> tuple[NatsBroker, Wire]:
-    broker = NatsBroker()
-    broker.include_router(build_router(settings))
-    wire = Wire(broker, subjects.RETRIEVAL, subjects.ANSWER_ALL, subjects.DEADLETTER_ALL)
-    return broker, wire
+HARNESS = StageHarness(
+    STAGE, IN_SUBJECT, build_router, outputs=(subjects.RETRIEVAL, subjects.ANSWER_ALL, subjects.DEADLETTER_ALL)
+)
 
 
 # --- fixtures ---------------------------------------------------------------------------
@@ -147,12 +93,8 @@ def comment(text: str, comment_id: str = "c-1", *, author: str = "", stream_id: 
 
 
 async def test_answerable_comment_goes_to_retrieval(settings: Settings) -> None:
-    broker, wire = stage_broker(settings)
     c = comment("保育料っていくらになるの")
-    async with TestNatsBroker(broker) as br:
-        await send(br, c.model_dump_json().encode(), seq=1)
-
-    out = wire.only()
+    out = await HARNESS.only_output(settings, c)
     assert out.subject == subjects.RETRIEVAL
     retrieval = RetrievalV1.model_validate(out.body)
     assert retrieval.gate == "answer"
@@ -169,12 +111,8 @@ async def test_answerable_comment_goes_to_retrieval(settings: Settings) -> None:
 
 
 async def test_off_topic_comment_is_unanswered(settings: Settings) -> None:
-    broker, wire = stage_broker(settings)
     c = comment("今日の天気は？", comment_id="c-2")
-    async with TestNatsBroker(broker) as br:
-        await send(br, c.model_dump_json().encode(), seq=1)
-
-    out = wire.only()
+    out = await HARNESS.only_output(settings, c)
     assert out.subject == subjects.answer("unanswered")
     answer = AnswerV1.model_validate(out.body)
     assert answer.outcome == "unanswered"
@@ -187,12 +125,8 @@ async def test_off_topic_comment_is_unanswered(settings: Settings) -> None:
 
 
 async def test_vague_comment_asks_back_naming_the_candidates(settings: Settings) -> None:
-    broker, wire = stage_broker(settings)
     c = comment(VAGUE_BUS, comment_id="c-3")
-    async with TestNatsBroker(broker) as br:
-        await send(br, c.model_dump_json().encode(), seq=1)
-
-    out = wire.only()
+    out = await HARNESS.only_output(settings, c)
     assert out.subject == subjects.answer("clarify")
     answer = AnswerV1.model_validate(out.body)
     assert answer.outcome == "clarify"
@@ -206,21 +140,19 @@ async def test_vague_comment_asks_back_naming_the_candidates(settings: Settings)
 
 async def test_thresholds_of_the_stage_settings_decide_the_outcome(kb_dir: Path) -> None:
     lenient = load_settings(data_dir=kb_dir, inflight=1, gate_answer=0.2, gate_clarify=0.1)
-    broker, wire = stage_broker(lenient)
-    async with TestNatsBroker(broker) as br:
-        await send(br, comment(VAGUE_BUS).model_dump_json().encode(), seq=1)
-    assert wire.only().subject == subjects.RETRIEVAL
+    out = await HARNESS.only_output(lenient, comment(VAGUE_BUS))
+    assert out.subject == subjects.RETRIEVAL
 
 
 async def test_the_stream_binding_decides_the_knowledge_base(kb_dir: Path) -> None:
     settings = load_settings(data_dir=kb_dir, inflight=1, kb_bindings="stream-pets=pets")
-    broker, wire = stage_broker(settings)
+    broker, wire = HARNESS.stage_broker(settings)
     bound = comment("ペットの殺処分ゼロ", comment_id="c-pets", stream_id="stream-pets")
     # A comment cannot choose its knowledge base: its own ``kb`` field is not trusted.
     unbound = comment("ペットの殺処分ゼロ", comment_id="c-other", stream_id="stream-1", kb="pets")
     async with TestNatsBroker(broker) as br:
-        await send(br, bound.model_dump_json().encode(), seq=1)
-        await send(br, unbound.model_dump_json().encode(), seq=2)
+        await HARNESS.send(br, bound.model_dump_json().encode(), seq=1)
+        await HARNESS.send(br, unbound.model_dump_json().encode(), seq=2)
 
     first, second = wire.seen
     assert first.subject == subjects.RETRIEVAL
@@ -234,40 +166,15 @@ async def test_the_stream_binding_decides_the_knowledge_base(kb_dir: Path) -> No
 # --- in memory: dead letters ------------------------------------------------------------
 
 
-POISON = [
-    pytest.param(b"not json", None, None, id="not-json"),
-    pytest.param(b"not json", "application/json", None, id="not-json-typed-json"),
-    pytest.param(
-        json.dumps({"comment_id": "c-bad", "stream_id": "stream-1"}).encode(), "application/json", "c-bad", id="missing-fields"
-    ),
-]
-
-
 @pytest.mark.parametrize(("payload", "content_type", "comment_id"), POISON)
 async def test_poison_is_dead_lettered_and_the_next_message_handled(
     settings: Settings, payload: bytes, content_type: str | None, comment_id: str | None
 ) -> None:
-    broker, wire = stage_broker(settings)
     good = comment("保育料っていくらになるの", comment_id="c-after")
-    async with TestNatsBroker(broker) as br:
-        await send(br, payload, seq=7, content_type=content_type)
-        letter_seen = wire.only()
-        wire.clear()
-        await send(br, good.model_dump_json().encode(), seq=8)
+    letter_seen, after = await HARNESS.poison_then(settings, payload, content_type, good)
 
-    assert letter_seen.subject == subjects.deadletter(STAGE)
-    letter = DeadLetterV1.model_validate(letter_seen.body)
-    assert letter.error_type == "poison"
-    assert letter.stage == STAGE
-    assert letter.subject == IN_SUBJECT
-    assert letter.payload == payload.decode()
-    assert letter.payload_encoding == "utf-8"
-    assert letter.deliveries == 1
-    assert letter.comment_id == comment_id
+    letter = HARNESS.assert_poison_letter(letter_seen, payload, comment_id)
     assert "schema violation" in letter.error or "JSONDecodeError" in letter.error
-    assert letter_seen.headers["Nats-Msg-Id"] == f"{STAGE}:deadletter:{IN_STREAM}:7"
-
-    after = wire.only()
     assert after.subject == subjects.RETRIEVAL
     assert RetrievalV1.model_validate(after.body).comment_id == "c-after"
 
@@ -275,14 +182,14 @@ async def test_poison_is_dead_lettered_and_the_next_message_handled(
 async def test_missing_knowledge_base_is_retried_then_dead_lettered_as_exhausted(tmp_path: Path) -> None:
     """KnowledgeBaseMissing is transient: nacked (nothing published) until the last delivery."""
     settings = load_settings(data_dir=tmp_path, inflight=1, max_deliver=3)  # no knowledge base loaded
-    broker, wire = stage_broker(settings)
+    broker, wire = HARNESS.stage_broker(settings)
     c = comment("保育料っていくらになるの", comment_id="c-nokb")
     body = c.model_dump_json().encode()
     async with TestNatsBroker(broker) as br:
         for delivered in (1, 2):
-            await br.publish(body, IN_SUBJECT, stream=IN_STREAM, reply_to=js_reply(3, delivered=delivered))
+            await br.publish(body, IN_SUBJECT, stream=IN_STREAM, reply_to=HARNESS.js_reply(3, delivered=delivered))
             assert wire.seen == []
-        await br.publish(body, IN_SUBJECT, stream=IN_STREAM, reply_to=js_reply(3, delivered=3))
+        await br.publish(body, IN_SUBJECT, stream=IN_STREAM, reply_to=HARNESS.js_reply(3, delivered=3))
 
     out = wire.only()
     assert out.subject == subjects.deadletter(STAGE)
@@ -297,16 +204,14 @@ async def test_missing_knowledge_base_is_retried_then_dead_lettered_as_exhausted
 
 async def test_unbound_stream_of_an_unloaded_knowledge_base_is_dead_lettered_naming_it(kb_dir: Path) -> None:
     settings = load_settings(data_dir=kb_dir, inflight=1, max_deliver=1, kb_bindings="stream-x=campaign-x")
-    broker, wire = stage_broker(settings)
-    async with TestNatsBroker(broker) as br:
-        await send(br, comment("保育料", stream_id="stream-x").model_dump_json().encode(), seq=1)
-    letter = DeadLetterV1.model_validate(wire.only().body)
+    out = await HARNESS.only_output(settings, comment("保育料", stream_id="stream-x"))
+    letter = DeadLetterV1.model_validate(out.body)
     assert letter.error_type == "exhausted"
     assert "campaign-x" in letter.error
 
 
 async def test_poison_without_jetstream_metadata_is_still_dead_lettered(settings: Settings) -> None:
-    broker, wire = stage_broker(settings)
+    broker, wire = HARNESS.stage_broker(settings)
     async with TestNatsBroker(broker) as br:
         await br.publish(b"not json", IN_SUBJECT, stream=IN_STREAM)  # no reply subject: not a JS message
 
