@@ -143,6 +143,10 @@ class EdgeBackend:
                 sparse_vectors={f: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for f in FIELDS},
             )
             self.shard = qe.EdgeShard.create(str(self.path), config)
+            # Payload indexes: every search filters on these four fields.
+            for name, schema in (("kb", qe.PayloadSchemaType.Keyword), ("kind", qe.PayloadSchemaType.Keyword),
+                                 ("vf", qe.PayloadSchemaType.Integer), ("vt", qe.PayloadSchemaType.Integer)):
+                self.shard.update(qe.UpdateOperation.create_field_index(name, schema))
         else:
             self.shard = qe.EdgeShard.load(str(self.path))
 
