@@ -263,21 +263,15 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from kotae.replay import run_replay
+    from kotae.replay import run_replay, write_jsonl
     from kotae.services.ingest.sources import read_comment_file, read_stream
 
     if not settings.nats_url:
         raise CommandError("kotae ingest publishes to a running bus: set KOTAE_NATS_URL (see `kotae up`)")
     comments = read_comment_file(Path(args.file)) if args.source == "replay" else list(read_stream(sys.stdin))
     result = asyncio.run(run_replay(settings, settings.nats_url, comments, timeout=args.timeout, source=args.source))
-    sys.stdout.write(_replay_text(result.ordered()))
+    sys.stdout.write(write_jsonl(result.ordered()))
     return 0 if not result.missing else EXIT_FAILED
-
-
-def _replay_text(records: list[dict[str, Any]]) -> str:
-    from kotae.replay import write_jsonl
-
-    return write_jsonl(records)
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
