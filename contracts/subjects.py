@@ -21,7 +21,7 @@ DEADLETTER_PREFIX: Final = f"{PREFIX}.deadletter.v1"
 DEADLETTER_ALL: Final = f"{DEADLETTER_PREFIX}.>"
 
 #: Terminal outcomes published on the answers stream, one subject each.
-ANSWER_OUTCOMES: Final = ("verified", "rejected", "clarify", "unanswered", "dropped")
+ANSWER_OUTCOMES: Final = ("verified", "rejected", "clarify", "unanswered", "dropped", "failed")
 
 
 def answer(outcome: str) -> str:

@@ -23,7 +23,7 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-Outcome = Literal["verified", "rejected", "clarify", "unanswered", "dropped"]
+Outcome = Literal["verified", "rejected", "clarify", "unanswered", "dropped", "failed"]
 Gate = Literal["answer", "clarify", "no_match"]
 Lang = Literal["ja", "en"]
 
@@ -98,6 +98,20 @@ class FaqEvidence(BaseModel):
     score: float = 0.0
 
 
+class ModelCall(BaseModel):
+    """One call to a hosted model made for this comment: what ran, what it cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: str = Field(description="Stage that made the call: retriever (rewrite), reranker, generator, verifier.")
+    model: str = Field(description="provider:model as it answered, e.g. 'openai:gpt-4o-mini-2024-07-18'.")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
+    prompt_version: str | None = Field(default=None, description="Versioned prompt file the call used, e.g. 'rerank.v1'.")
+    outcome: str = Field(default="ok", description="ok, or why the reply was not used (e.g. 'unparseable').")
+
+
 class RetrievalV1(_Message):
     """Retriever → reranker: the evidence found for a comment that passed the gate."""
 
@@ -114,6 +128,7 @@ class RetrievalV1(_Message):
     )
     query: str | None = Field(default=None, description="The model's standalone rewrite of the comment, when one was searched too.")
     prompt_version: str | None = Field(default=None, description="Version of the prompt that produced `query`.")
+    model_calls: list[ModelCall] = Field(default_factory=list, description="Model calls made for this comment so far.")
 
 
 class RerankV1(_Message):
@@ -128,6 +143,9 @@ class RerankV1(_Message):
     degraded: bool = Field(default=False, description="True when the reranker fell back to retrieval order.")
     slide: int | str | None = Field(default=None, description="Slide of the top-1 document.")
     methods: dict[str, str] = Field(default_factory=dict, description="Method per stage so far, e.g. {'retriever': 'bm25'}.")
+    prompt_version: str | None = Field(default=None, description="Version of the prompt that ordered the documents (model method).")
+    degraded_reason: str | None = Field(default=None, description="Why a stage fell back (e.g. an unparseable reranker reply).")
+    model_calls: list[ModelCall] = Field(default_factory=list, description="Model calls made for this comment so far.")
 
 
 class Citation(BaseModel):
@@ -169,6 +187,8 @@ class DraftV1(_Message):
     prompt_version: str | None = None
     methods: dict[str, str] = Field(default_factory=dict, description="Method per stage so far, including the generator.")
     degraded: bool = False
+    degraded_reason: str | None = None
+    model_calls: list[ModelCall] = Field(default_factory=list, description="Model calls made for this comment so far.")
 
 
 class AnswerV1(_Message):
@@ -189,7 +209,9 @@ class AnswerV1(_Message):
     docs: list[Evidence] = Field(default_factory=list, description="The evidence the answer stands on.")
     methods: dict[str, str] = Field(default_factory=dict, description="Method per stage, e.g. {'generator': 'extractive'}.")
     degraded: bool = False
+    degraded_reason: str | None = Field(default=None, description="Why a stage fell back, when one did.")
     trace_id: str | None = None
+    model_calls: list[ModelCall] = Field(default_factory=list, description="Every model call made for this comment, with tokens.")
 
 
 class MetricScore(BaseModel):

@@ -2,18 +2,38 @@
 
 A model is named by a setting: ``openai:<model>``, ``anthropic:<model>`` or
 ``compatible:<base_url>|<model>`` (vLLM, Ollama, llama.cpp server — anything
-that speaks OpenAI's chat completions). Calls have a timeout and no retries
-inside the SDK: a transient fault (429, 5xx, timeout, connection) becomes a
-:class:`ModelUnavailable`, which the bus edge turns into a delayed, bounded
-redelivery of the input message.
+that speaks OpenAI's chat completions). Every call:
+
+* has a timeout and no retries inside the SDK: a transient fault (429, 5xx,
+  timeout, connection) becomes a :class:`ModelUnavailable`, which the bus edge
+  turns into a delayed, bounded redelivery of the input message;
+* waits for a slot of its provider's concurrency limit (per process), so a burst
+  of comments queues here instead of tripping the provider's rate limit;
+* is a client span with the OpenTelemetry ``gen_ai.*`` attributes (model,
+  tokens in and out) and comes back as a :class:`Completion` that stages copy
+  into their messages as a :class:`~kotae.contracts.ModelCall`.
+
+A reply that arrives but cannot be used (not the JSON asked for) raises
+:class:`BadReply`; stages decide whether to ask again, degrade or fail closed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
 from kotae.bus.edge import TransientError
+from kotae.contracts import ModelCall
+from kotae.settings import Settings
+
+tracer = trace.get_tracer("kotae.providers")
 
 
 class ModelUnavailable(TransientError):
@@ -24,12 +44,44 @@ class ModelSpecError(ValueError):
     """A model setting that names no known provider."""
 
 
+class BadReply(ValueError):
+    """The model answered, but not in the shape the stage asked for."""
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
     model: str
     input_tokens: int | None = None
     output_tokens: int | None = None
+    latency_ms: float = 0.0
+    provider: str = ""
+
+    def call(self, stage: str, prompt_version: str | None = None, *, outcome: str = "ok") -> ModelCall:
+        """This completion as the record a message carries."""
+        return ModelCall(
+            stage=stage,
+            model=f"{self.provider}:{self.model}" if self.provider else self.model,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            latency_ms=round(self.latency_ms, 1),
+            prompt_version=prompt_version,
+            outcome=outcome,
+        )
+
+
+_SPEC_HELP = "expected openai:<model>, anthropic:<model> or compatible:<base_url>|<model>"
+
+# One semaphore per (event loop, provider endpoint): the limit is per process.
+_slots: dict[tuple[int, str], asyncio.Semaphore] = {}
+
+
+def _slot(key: str, limit: int) -> asyncio.Semaphore:
+    loop_key = (id(asyncio.get_running_loop()), key)
+    sem = _slots.get(loop_key)
+    if sem is None:
+        sem = _slots[loop_key] = asyncio.Semaphore(limit)
+    return sem
 
 
 @dataclass
@@ -38,8 +90,9 @@ class ChatModel:
 
     Example::
 
-        model = ChatModel.from_spec("compatible:http://localhost:8000/v1|qwen2.5", setting="KOTAE_REWRITE_MODEL")
-        reply = model.complete(system="…", user="…", max_tokens=100)
+        model = ChatModel.from_spec("compatible:http://localhost:8000/v1|qwen2.5", setting="KOTAE_GENERATOR_MODEL")
+        reply = await model.acomplete(system="…", user="…", max_tokens=300)
+        reply.text, reply.input_tokens
     """
 
     provider: str  # openai | anthropic | compatible
@@ -47,75 +100,233 @@ class ChatModel:
     base_url: str | None = None
     api_key: str | None = None
     timeout_s: float = 15.0
+    concurrency: int = 8
     _client: Any = field(default=None, repr=False)
+    _aclient: Any = field(default=None, repr=False)
 
     @classmethod
     def from_spec(
-        cls, spec: str, *, setting: str, api_key: str | None = None, timeout_s: float = 15.0, base_url: str | None = None
+        cls,
+        spec: str,
+        *,
+        setting: str,
+        api_key: str | None = None,
+        timeout_s: float = 15.0,
+        base_url: str | None = None,
+        concurrency: int = 8,
     ) -> "ChatModel":
         provider, sep, rest = spec.partition(":")
         if not sep or not rest:
-            raise ModelSpecError(f"{setting}={spec!r}: expected openai:<model>, anthropic:<model> or compatible:<base_url>|<model>")
+            raise ModelSpecError(f"{setting}={spec!r}: {_SPEC_HELP}")
         if provider in ("openai", "anthropic"):
-            return cls(provider, rest, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+            return cls(provider, rest, base_url=base_url, api_key=api_key, timeout_s=timeout_s, concurrency=concurrency)
         if provider == "compatible" and "|" in rest:
             base, model = rest.rsplit("|", 1)
-            return cls(provider, model, base_url=base, api_key=api_key, timeout_s=timeout_s)
-        raise ModelSpecError(f"{setting}={spec!r}: expected openai:<model>, anthropic:<model> or compatible:<base_url>|<model>")
+            if base and model:
+                return cls(provider, model, base_url=base, api_key=api_key, timeout_s=timeout_s, concurrency=concurrency)
+        raise ModelSpecError(f"{setting}={spec!r}: {_SPEC_HELP}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, spec: str, *, setting: str) -> "ChatModel":
+        """The model ``spec`` with the key, gateway, timeout and concurrency limit from settings."""
+        anthropic = spec.startswith("anthropic:")
+        key = settings.anthropic_api_key if anthropic else settings.openai_api_key
+        return cls.from_spec(
+            spec,
+            setting=setting,
+            api_key=key.get_secret_value() if key else None,
+            timeout_s=settings.model_timeout_s,
+            base_url=settings.anthropic_base_url if anthropic else settings.openai_base_url,
+            concurrency=settings.model_concurrency,
+        )
 
     @property
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
+    @property
+    def _endpoint(self) -> str:
+        return f"{self.provider}|{self.base_url or ''}"
+
+    # --- clients ----------------------------------------------------------------
+
     def client(self) -> Any:
         if self._client is None:
-            if self.provider == "anthropic":
-                from anthropic import Anthropic
-
-                self._client = Anthropic(api_key=self.api_key or "unset", base_url=self.base_url, timeout=self.timeout_s, max_retries=0)
-            else:
-                from openai import OpenAI
-
-                self._client = OpenAI(api_key=self.api_key or "unset", base_url=self.base_url, timeout=self.timeout_s, max_retries=0)
+            self._client = self._make_client(sync=True)
         return self._client
 
-    def complete(self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0) -> Completion:
-        """One chat turn; transient faults raise :class:`ModelUnavailable`."""
-        try:
-            if self.provider == "anthropic":
-                import anthropic
+    def aclient(self) -> Any:
+        if self._aclient is None:
+            self._aclient = self._make_client(sync=False)
+        return self._aclient
 
-                try:
-                    # This SDK's messages API takes no temperature; the model's default applies.
-                    msg = self.client().messages.create(
-                        model=self.model, system=system, max_tokens=max_tokens,
-                        messages=[{"role": "user", "content": user}],
-                    )
-                except (anthropic.APIConnectionError, anthropic.RateLimitError, anthropic.InternalServerError) as exc:
-                    raise ModelUnavailable(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-                except anthropic.APIStatusError as exc:
-                    if exc.status_code >= 500 or exc.status_code == 529:
-                        raise ModelUnavailable(f"{self.name}: HTTP {exc.status_code}") from exc
-                    raise
-                text = "".join(getattr(block, "text", "") for block in msg.content)
-                usage = getattr(msg, "usage", None)
-                return Completion(text, msg.model, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
-            import openai
+    def _make_client(self, *, sync: bool) -> Any:
+        options = {"api_key": self.api_key or "unset", "base_url": self.base_url, "timeout": self.timeout_s, "max_retries": 0}
+        if self.provider == "anthropic":
+            import anthropic
 
-            try:
-                resp = self.client().chat.completions.create(
-                    model=self.model, max_tokens=max_tokens, temperature=temperature,
-                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                )
-            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
-                raise ModelUnavailable(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-            text = resp.choices[0].message.content or "" if resp.choices else ""
+            return anthropic.Anthropic(**options) if sync else anthropic.AsyncAnthropic(**options)
+        import openai
+
+        return openai.OpenAI(**options) if sync else openai.AsyncOpenAI(**options)
+
+    # --- calls ------------------------------------------------------------------
+
+    def _request(self, system: str, user: str, max_tokens: int, temperature: float, json_mode: bool) -> dict[str, Any]:
+        if self.provider == "anthropic":
+            # This SDK's messages API takes no temperature; the model's default applies.
+            # Anthropic has no JSON switch: the prompt asks for JSON and the stage parses it.
+            return {"model": self.model, "system": system, "max_tokens": max_tokens, "messages": [{"role": "user", "content": user}]}
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        }
+        if json_mode:
+            request["response_format"] = {"type": "json_object"}
+        return request
+
+    def _completion(self, resp: Any, started: float) -> Completion:
+        latency = (time.perf_counter() - started) * 1000
+        if self.provider == "anthropic":
+            text = "".join(getattr(block, "text", "") for block in resp.content)
             usage = getattr(resp, "usage", None)
-            return Completion(text, resp.model, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
-        except ModelUnavailable:
-            raise
-        except Exception as exc:
-            # Timeouts surface as connection errors in both SDKs; anything else is a bad reply.
+            return Completion(
+                text, resp.model, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None), latency, self.provider
+            )
+        text = (resp.choices[0].message.content or "") if resp.choices else ""
+        usage = getattr(resp, "usage", None)
+        return Completion(
+            text, resp.model, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None), latency, self.provider
+        )
+
+    def _translate(self, exc: Exception) -> Exception:
+        """SDK exceptions → ModelUnavailable (worth retrying later) or BadReply; others unchanged."""
+        import anthropic
+        import openai
+
+        transient = (
+            openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
+            anthropic.APIConnectionError, anthropic.RateLimitError, anthropic.InternalServerError,
+        )  # fmt: skip
+        if isinstance(exc, transient):
             if "timeout" in type(exc).__name__.lower():
-                raise ModelUnavailable(f"{self.name}: timeout after {self.timeout_s}s") from exc
-            raise
+                return ModelUnavailable(f"{self.name}: timeout after {self.timeout_s}s")
+            return ModelUnavailable(f"{self.name}: {type(exc).__name__}: {str(exc)[:200]}")
+        if isinstance(exc, (openai.APIStatusError, anthropic.APIStatusError)):
+            if exc.status_code >= 500 or exc.status_code in (408, 409, 429, 529):
+                return ModelUnavailable(f"{self.name}: HTTP {exc.status_code}")
+            return exc
+        if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, anthropic.APIResponseValidationError)):
+            return BadReply(f"{self.name}: unreadable response body: {type(exc).__name__}")
+        if "timeout" in type(exc).__name__.lower():
+            return ModelUnavailable(f"{self.name}: timeout after {self.timeout_s}s")
+        return exc
+
+    def _span_start(self, max_tokens: int, temperature: float) -> Any:
+        span = tracer.start_span(f"chat {self.model}", kind=SpanKind.CLIENT)
+        span.set_attributes(
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "anthropic" if self.provider == "anthropic" else "openai",
+                "gen_ai.request.model": self.model,
+                "gen_ai.request.max_tokens": max_tokens,
+                "gen_ai.request.temperature": temperature,
+                "kotae.model": self.name,
+            }
+        )
+        if self.base_url:
+            span.set_attribute("server.address", self.base_url)
+        return span
+
+    @staticmethod
+    def _span_end(span: Any, result: Completion | None, error: Exception | None) -> None:
+        if result is not None:
+            span.set_attribute("gen_ai.response.model", result.model)
+            if result.input_tokens is not None:
+                span.set_attribute("gen_ai.usage.input_tokens", result.input_tokens)
+            if result.output_tokens is not None:
+                span.set_attribute("gen_ai.usage.output_tokens", result.output_tokens)
+        if error is not None:
+            span.set_attribute("error.type", type(error).__name__)
+            span.set_status(Status(StatusCode.ERROR, str(error)[:200]))
+        span.end()
+
+    async def acomplete(
+        self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False
+    ) -> Completion:
+        """One chat turn, without blocking the event loop; faults as :class:`ModelUnavailable`/:class:`BadReply`."""
+        async with _slot(self._endpoint, self.concurrency):
+            span = self._span_start(max_tokens, temperature)
+            result: Completion | None = None
+            error: Exception | None = None
+            started = time.perf_counter()
+            try:
+                with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                    request = self._request(system, user, max_tokens, temperature, json_mode)
+                    if self.provider == "anthropic":
+                        resp = await self.aclient().messages.create(**request)
+                    else:
+                        resp = await self.aclient().chat.completions.create(**request)
+                result = self._completion(resp, started)
+                return result
+            except Exception as exc:
+                error = self._translate(exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            finally:
+                self._span_end(span, result, error)
+
+    def complete(
+        self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False
+    ) -> Completion:
+        """The blocking form of :meth:`acomplete`, for command-line tools."""
+        span = self._span_start(max_tokens, temperature)
+        result: Completion | None = None
+        error: Exception | None = None
+        started = time.perf_counter()
+        try:
+            with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                request = self._request(system, user, max_tokens, temperature, json_mode)
+                if self.provider == "anthropic":
+                    resp = self.client().messages.create(**request)
+                else:
+                    resp = self.client().chat.completions.create(**request)
+            result = self._completion(resp, started)
+            return result
+        except Exception as exc:
+            error = self._translate(exc)
+            if error is exc:
+                raise
+            raise error from exc
+        finally:
+            self._span_end(span, result, error)
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object a model replied with, tolerating a code fence or words around it.
+
+    Example::
+
+        >>> parse_json_object('```json\\n{"ids": [2, 1]}\\n```')
+        {'ids': [2, 1]}
+    """
+    body = _FENCE.sub("", text.strip())
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        start, end = body.find("{"), body.rfind("}")
+        if start < 0 or end <= start:
+            raise BadReply(f"no JSON object in the reply: {text[:120]!r}") from None
+        try:
+            value = json.loads(body[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise BadReply(f"unparseable JSON in the reply ({exc.msg}): {text[:120]!r}") from None
+    if not isinstance(value, dict):
+        raise BadReply(f"expected a JSON object, got {type(value).__name__}: {text[:120]!r}")
+    return value

@@ -115,13 +115,15 @@ async def run_replay(
 
         def settle() -> None:
             for cid, origin in origins.items():
-                if cid in result.records:
+                if cid in result.answers:
                     continue
+                # An answer outcome wins over a dead letter: a stage that gives up
+                # publishes a ``failed`` outcome and dead-letters the input too.
                 found = answers.get((cid, origin))
                 if found:
                     result.answers[cid] = found[0]
                     result.records[cid] = found[1]
-                elif cid in letters:
+                elif cid in letters and cid not in result.records:
                     result.records[cid] = letters[cid]
             if published.is_set() and not result.missing:
                 done.set()

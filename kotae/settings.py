@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, description="Gateway/proxy in front of OpenAI for openai: models.")
     anthropic_base_url: str | None = Field(default=None, description="Gateway/proxy in front of Anthropic for anthropic: models.")
     model_timeout_s: float = Field(default=15.0, gt=0, description="Timeout of one model call.")
+    model_concurrency: int = Field(default=8, ge=1, le=256, description="Model calls in flight per provider endpoint, per process.")
+    model_reask: int = Field(default=1, ge=0, le=5, description="Extra calls when a reply is not the JSON asked for.")
 
     # Retrieval
     top_k: int = Field(default=8, ge=1, le=100)
@@ -78,9 +80,18 @@ class Settings(BaseSettings):
     gate_answer: float = Field(default=0.30, ge=0, le=1, description="Best-hit score at or above which the comment is answered.")
     gate_clarify: float = Field(default=0.20, ge=0, le=1, description="Scores between this and gate_answer ask back.")
 
-    # Rerank / generate
+    # Rerank / generate / verify
     top_n: int = Field(default=3, ge=1, le=20)
     max_answer_sentences: int = Field(default=2, ge=1, le=10)
+    reranker_model: str | None = Field(
+        default=None, description="Chat model that picks the relevant candidates; unset: the offline method."
+    )
+    reranker_offline: Literal["embedding_rescore", "keep_top_n"] = Field(
+        default="embedding_rescore", description="Offline reranking: rescoring with the embedding model, or retrieval order."
+    )
+    generator_model: str | None = Field(default=None, description="Chat model that drafts answers; unset: extractive.")
+    verifier_model: str | None = Field(default=None, description="Chat model that checks drafts; unset: the offline method.")
+    persona_file: Path | None = Field(default=None, description="Persona YAML (name, first person, tone, spoken length).")
 
     @field_validator("kb_bindings", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 import structlog
@@ -31,8 +32,9 @@ from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
 from kotae.bus.topology import CONSUMERS, ConsumerSpec
-from kotae.contracts import DeadLetterV1, subjects
+from kotae.contracts import AnswerV1, DeadLetterV1, subjects
 from kotae.settings import Settings
+from kotae.tracing import current_trace_id
 
 log = structlog.get_logger("kotae.bus")
 
@@ -52,6 +54,12 @@ POISON_ERRORS: tuple[type[BaseException], ...] = (
     json.JSONDecodeError,
     UnicodeDecodeError,
 )
+
+
+#: (delivery number of the message being handled, deliveries allowed) — see StageEdge.final_attempt.
+_attempt: ContextVar[tuple[int, int]] = ContextVar("kotae_attempt", default=(1, 1))
+
+ExhaustedHandler = Callable[[BaseModel, str], Awaitable[None]]
 
 
 def msg_id(comment_id: str, origin: str, stage: str, subject: str) -> str:
@@ -134,6 +142,7 @@ class StageEdge:
         self.dead_letter_subject = subjects.deadletter(stage)
         self._router: NatsRouter | None = None
         self._publishers: dict[str, Any] = {}
+        self._exhausted: tuple[type[BaseModel], ExhaustedHandler] | None = None
 
     # --- wiring -----------------------------------------------------------------
 
@@ -154,6 +163,28 @@ class StageEdge:
             title=f"{self.stage}:{subject}",
             description=description,
         )
+
+    def on_exhausted(self, model: type[BaseModel], handler: ExhaustedHandler) -> None:
+        """Give a comment whose retries ran out a terminal outcome, published by ``handler``.
+
+        The input (parsed as ``model``) is still dead-lettered afterwards, so the
+        original message is kept for a later replay.
+        """
+        self._exhausted = (model, handler)
+
+    def fail_on_exhausted(self, model: type[BaseModel]) -> None:
+        """On exhausted retries publish an explicit ``failed`` outcome with the reason."""
+        self.output(subjects.answer("failed"), AnswerV1, "Retries used up (e.g. the model stayed unavailable): the reason.")
+
+        async def publish_failed(message: BaseModel, reason: str) -> None:
+            await self.publish(subjects.answer("failed"), failed_answer(self.stage, message, reason))
+
+        self.on_exhausted(model, publish_failed)
+
+    def final_attempt(self) -> bool:
+        """True while handling the last delivery a message gets before it is given up."""
+        delivered, allowed = _attempt.get()
+        return delivered >= allowed
 
     def subscription(self, **overrides: Any) -> dict[str, Any]:
         """Keyword arguments for ``router.subscriber``: the durable pull consumer."""
@@ -260,6 +291,7 @@ class StageEdge:
         if comment_id:
             span.set_attribute("kotae.comment_id", comment_id)
         span.set_attribute("kotae.stage", self.stage)
+        token = _attempt.set((_deliveries(msg), self.settings.max_deliver))
         try:
             body = msg.body if isinstance(msg.body, bytes | bytearray) else b""
             if len(body) > self.settings.max_payload_bytes:
@@ -282,14 +314,44 @@ class StageEdge:
                 delay = self.retry_delay(deliveries)
                 log.warning("message.retry", error=_describe(exc)[:300], deliveries=deliveries, delay_s=delay)
                 raise NackMessage(delay=delay) from exc
-            await self.dead_letter(
-                msg,
-                error_type="exhausted",
-                error=f"gave up after {deliveries} deliveries: {_describe(exc)}",
-            )
+            reason = f"gave up after {deliveries} deliveries: {_describe(exc)}"
+            await self._terminal_outcome(msg, reason)
+            await self.dead_letter(msg, error_type="exhausted", error=reason)
             return None
         finally:
+            _attempt.reset(token)
             structlog.contextvars.unbind_contextvars("stage", "comment_id")
+
+    async def _terminal_outcome(self, msg: StreamMessage[Any], reason: str) -> None:
+        if self._exhausted is None:
+            return
+        model, handler = self._exhausted
+        try:
+            message = model.model_validate_json(msg.body)
+        except (ValidationError, ValueError):
+            return
+        try:
+            await handler(message, reason)
+        except Exception as exc:  # the dead letter that follows still keeps the input
+            log.error("message.outcome_failed", error=_describe(exc)[:300])
+
+
+def failed_answer(stage: str, message: BaseModel, reason: str) -> AnswerV1:
+    """The ``failed`` outcome of a comment whose ``stage`` gave up on ``message``."""
+    comment = getattr(message, "comment")
+    return AnswerV1(
+        comment_id=getattr(message, "comment_id"),
+        stream_id=getattr(message, "stream_id"),
+        comment=comment,
+        outcome="failed",
+        reason=f"{stage}_failed: {reason}",
+        docs=list(getattr(message, "docs", []) or []),
+        methods=dict(getattr(message, "methods", {}) or {}),
+        degraded=bool(getattr(message, "degraded", False)),
+        degraded_reason=getattr(message, "degraded_reason", None),
+        model_calls=list(getattr(message, "model_calls", []) or []),
+        trace_id=current_trace_id(),
+    )
 
 
 def _describe(exc: BaseException) -> str:

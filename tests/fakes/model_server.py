@@ -1,9 +1,13 @@
 """A local HTTP server that speaks the OpenAI and Anthropic wire formats.
 
 Tests point the real openai and anthropic SDKs at it (``base_url``). Each
-request takes the next scripted behaviour: a reply text, or a fault — ``429``,
-``500``, ``timeout`` (answers after the client gave up), ``garbage`` (a body that
-is not JSON), ``truncated`` (JSON cut short). Every request is recorded.
+request takes a behaviour: a reply text, or a fault — ``429``, ``500``,
+``timeout`` (answers after the client gave up), ``garbage`` (a body that is not
+JSON), ``truncated`` (JSON cut short). The behaviour comes from ``responder``
+(a function of the path and request body, for servers shared by several
+stages: answer by model name), else the next scripted one, else the default.
+``delay_s`` holds every reply back, like a real model's latency. Every request
+is recorded.
 """
 
 from __future__ import annotations
@@ -13,15 +17,23 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
+
+Responder = Callable[[str, dict[str, Any]], "str | None"]
 
 
 class FakeModelServer:
-    def __init__(self, default: str = "ok", *, timeout_sleep_s: float = 3.0) -> None:
+    def __init__(
+        self, default: str = "ok", *, timeout_sleep_s: float = 3.0, responder: Responder | None = None, delay_s: float = 0.0
+    ) -> None:
         self.script: deque[str] = deque()
         self.default = default
         self.requests: list[dict[str, Any]] = []
         self.timeout_sleep_s = timeout_sleep_s
+        self.responder = responder
+        self.delay_s = delay_s
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,7 +44,12 @@ class FakeModelServer:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
-                behaviour = server.script.popleft() if server.script else server.default
+                behaviour = server.responder(self.path, body) if server.responder else None
+                if behaviour is None:
+                    with server._lock:
+                        behaviour = server.script.popleft() if server.script else server.default
+                if server.delay_s:
+                    time.sleep(server.delay_s)
                 if behaviour in ("429", "500", "503"):
                     self._send(int(behaviour), {"error": {"message": f"scripted {behaviour}", "type": "scripted"}})
                 elif behaviour == "timeout":

@@ -1,0 +1,140 @@
+"""The provider layer through the real openai and anthropic SDKs against a local fake server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from kotae import providers
+from kotae.providers import BadReply, ChatModel, ModelSpecError, ModelUnavailable, parse_json_object
+from kotae.settings import load_settings
+
+from tests.fakes.model_server import FakeModelServer
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(providers, "tracer", provider.get_tracer("test"))
+    return exporter
+
+
+def compatible(fake: FakeModelServer, **kw: object) -> ChatModel:
+    return ChatModel.from_spec(f"compatible:{fake.url}/v1|local-model", setting="KOTAE_GENERATOR_MODEL", timeout_s=2.0, **kw)  # type: ignore[arg-type]
+
+
+async def test_openai_wire_json_mode_usage_and_gen_ai_span(spans: InMemorySpanExporter) -> None:
+    with FakeModelServer('{"ids": [2]}') as fake:
+        reply = await compatible(fake).acomplete(system="rules", user="question", max_tokens=50, json_mode=True)
+    assert reply.text == '{"ids": [2]}'
+    assert (reply.input_tokens, reply.output_tokens) == (11, 7)
+    sent = fake.requests[0]
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["body"]["response_format"] == {"type": "json_object"}
+    assert sent["body"]["max_tokens"] == 50
+    assert sent["body"]["messages"] == [{"role": "system", "content": "rules"}, {"role": "user", "content": "question"}]
+    (span,) = spans.get_finished_spans()
+    assert span.name == "chat local-model"
+    attrs = dict(span.attributes or {})
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.request.model"] == "local-model"
+    assert attrs["gen_ai.response.model"] == "local-model"
+    assert attrs["gen_ai.usage.input_tokens"] == 11
+    assert attrs["gen_ai.usage.output_tokens"] == 7
+    call = reply.call("reranker", "rerank.v1")
+    assert (call.model, call.prompt_version, call.input_tokens, call.output_tokens) == ("compatible:local-model", "rerank.v1", 11, 7)
+
+
+async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(spans: InMemorySpanExporter) -> None:
+    with FakeModelServer("こんにちは") as fake:
+        model = ChatModel.from_spec("anthropic:claude-test", setting="KOTAE_GENERATOR_MODEL", base_url=fake.url, api_key="k")
+        reply = await model.acomplete(system="rules", user="question", json_mode=True)
+    assert reply.text == "こんにちは"
+    sent = fake.requests[0]
+    assert sent["path"] == "/v1/messages"
+    assert sent["body"]["system"] == "rules"
+    assert sent["body"]["messages"] == [{"role": "user", "content": "question"}]
+    headers = {k.lower(): v for k, v in sent["headers"].items()}
+    assert headers.get("x-api-key") == "k" or headers.get("authorization") == "Bearer k"
+    assert dict(spans.get_finished_spans()[0].attributes or {})["gen_ai.provider.name"] == "anthropic"
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "503", "timeout"])
+async def test_transient_faults_become_model_unavailable_without_sdk_retries(fault: str, spans: InMemorySpanExporter) -> None:
+    with FakeModelServer(fault, timeout_sleep_s=1.5) as fake:
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|m", setting="KOTAE_X", timeout_s=0.5)
+        with pytest.raises(ModelUnavailable):
+            await model.acomplete(system="s", user="u")
+    assert len(fake.requests) == 1  # one attempt: retrying is the bus's job, with backoff
+    (span,) = spans.get_finished_spans()
+    assert not span.status.is_ok
+
+
+@pytest.mark.parametrize("fault", ["garbage", "truncated"])
+async def test_an_unreadable_body_is_not_a_success(fault: str) -> None:
+    with FakeModelServer(fault) as fake:
+        with pytest.raises((BadReply, ModelUnavailable)):
+            await compatible(fake).acomplete(system="s", user="u")
+
+
+async def test_concurrency_limit_per_provider_queues_calls() -> None:
+    with FakeModelServer("ok", delay_s=0.3) as fake:
+        model = compatible(fake, concurrency=2)
+        started = time.perf_counter()
+        await asyncio.gather(*(model.acomplete(system="s", user=str(i)) for i in range(4)))
+        limited = time.perf_counter() - started
+        wide = compatible(fake, concurrency=4)
+        wide.base_url = wide.base_url + "/"  # a different endpoint key: its own slots
+        started = time.perf_counter()
+        await asyncio.gather(*(wide.acomplete(system="s", user=str(i)) for i in range(4)))
+        unlimited = time.perf_counter() - started
+    # Two slots → two rounds of 0.3 s; four slots → one round. Compared within this run.
+    assert limited > 1.5 * unlimited
+
+
+def test_the_blocking_form_speaks_the_same_wire() -> None:
+    with FakeModelServer("fine") as fake:
+        assert compatible(fake).complete(system="s", user="u").text == "fine"
+
+
+def test_from_settings_takes_key_gateway_timeout_and_limit() -> None:
+    settings = load_settings(
+        openai_api_key="sk-test", openai_base_url="http://gw/v1", model_timeout_s=4, model_concurrency=3
+    )
+    model = ChatModel.from_settings(settings, "openai:gpt-test", setting="KOTAE_GENERATOR_MODEL")
+    assert (model.provider, model.model, model.api_key, model.base_url, model.timeout_s, model.concurrency) == (
+        "openai", "gpt-test", "sk-test", "http://gw/v1", 4, 3,
+    )
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "compatible:http://x/v1", "compatible:|m", "mistral:large"])
+def test_a_bad_model_setting_names_the_variable(spec: str) -> None:
+    with pytest.raises(ModelSpecError, match="KOTAE_GENERATOR_MODEL"):
+        ChatModel.from_spec(spec, setting="KOTAE_GENERATOR_MODEL")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"ids": [1, 2]}', {"ids": [1, 2]}),
+        ('```json\n{"ids": []}\n```', {"ids": []}),
+        ('Here you go: {"verdict": 0, "findings": []} hope it helps', {"verdict": 0, "findings": []}),
+    ],
+)
+def test_parse_json_object_tolerates_fences_and_chatter(text: str, expected: dict) -> None:
+    assert parse_json_object(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", "ids: 1", '{"ids": [1,'])
+def test_parse_json_object_refuses_anything_else(text: str) -> None:
+    with pytest.raises(BadReply):
+        parse_json_object(text)
+    assert json.dumps(text)  # the message is printable
