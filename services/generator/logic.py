@@ -14,8 +14,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from kotae.citations import Block, citation_check, numbered_blocks, strip_markers
-from kotae.contracts import Citation, CitationCheck, CommentV1, RerankV1
+from kotae.citations import Block, cited_numbers, citation_check, numbered_blocks, strip_markers
+from kotae.contracts import Citation, CitationCheck, CommentV1, ModelCall, RerankV1
 from kotae.knowledge.text import search_tokens, split_sentences
 
 METHOD = "extractive"
@@ -35,6 +35,52 @@ class Draft:
     not_found: bool
     method: str = METHOD
     used: list[int] = field(default_factory=list)
+    prompt_version: str | None = None
+    calls: list[ModelCall] = field(default_factory=list)
+
+
+def not_found_draft(lang: str, block_count: int, *, method: str = METHOD, **extra: object) -> Draft:
+    """The fixed not-found sentence: it claims nothing, so it cites nothing."""
+    text = NOT_FOUND[lang]
+    return Draft(text, text, [], citation_check(text, block_count, exempt=(text,)), not_found=True, method=method, **extra)  # type: ignore[arg-type]
+
+
+def fit_spoken(answer: str, lang: str, max_chars: int) -> str:
+    """Whole sentences of ``answer`` from the start while the spoken text fits ``max_chars``.
+
+    The first sentence is always kept (the verifier still checks it); later
+    sentences that would make the answer too long to say are left out.
+    """
+    sentences = split_sentences(answer)
+    if not sentences:
+        return answer.strip()
+    sep = "" if lang == "ja" else " "
+    kept = [sentences[0]]
+    for sentence in sentences[1:]:
+        if len(strip_markers(sep.join([*kept, sentence]))) > max_chars:
+            break
+        kept.append(sentence)
+    return sep.join(kept)
+
+
+def draft_from_text(answer: str, blocks: list[Block], *, method: str, **extra: object) -> Draft:
+    """A draft whose citations are the [N] markers of ``answer`` that point at a block."""
+    by_n = {b.n: b for b in blocks}
+    used = sorted({n for n in cited_numbers(answer) if n in by_n})
+    citations = [
+        Citation(n=n, doc_id=by_n[n].record_id, chunk_id=by_n[n].chunk_id, source=by_n[n].source, slide=by_n[n].slide)
+        for n in used
+    ]
+    return Draft(
+        answer=answer,
+        speech=strip_markers(answer),
+        citations=citations,
+        check=citation_check(answer, len(blocks)),
+        not_found=False,
+        method=method,
+        used=used,
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 @dataclass(frozen=True)
@@ -118,7 +164,7 @@ def _same_content(a: str, b: str) -> bool:
     return len(ta & tb) / len(ta | tb) >= 0.6
 
 
-def extractive_answer(comment: CommentV1, rerank: RerankV1, *, max_sentences: int) -> Draft:
+def extractive_answer(comment: CommentV1, rerank: RerankV1, *, max_sentences: int, max_chars: int | None = None) -> Draft:
     """Quote the best-matching evidence sentences, each with its citation.
 
     Example::
@@ -131,8 +177,7 @@ def extractive_answer(comment: CommentV1, rerank: RerankV1, *, max_sentences: in
     question = search_tokens(comment.normalized)
     ranked = sorted(_candidates(question, blocks, lang, comment.normalized), key=lambda c: (-c.score, c.rank))
     if not ranked:
-        text = NOT_FOUND[lang]
-        return Draft(text, text, [], citation_check(text, len(blocks), exempt=(text,)), not_found=True)
+        return not_found_draft(lang, len(blocks))
     best = ranked[0].score
     chosen = [ranked[0]]
     for cand in ranked[1:]:
@@ -143,17 +188,6 @@ def extractive_answer(comment: CommentV1, rerank: RerankV1, *, max_sentences: in
     chosen.sort(key=lambda c: c.rank)
     sep = "" if lang == "ja" else " "
     answer = sep.join(_cite(c.sentence, c.block.n) for c in chosen)
-    used = sorted({c.block.n for c in chosen})
-    by_n = {b.n: b for b in blocks}
-    citations = [
-        Citation(n=n, doc_id=by_n[n].record_id, chunk_id=by_n[n].chunk_id, source=by_n[n].source, slide=by_n[n].slide)
-        for n in used
-    ]
-    return Draft(
-        answer=answer,
-        speech=strip_markers(answer),
-        citations=citations,
-        check=citation_check(answer, len(blocks)),
-        not_found=False,
-        used=used,
-    )
+    if max_chars is not None:
+        answer = fit_spoken(answer, lang, max_chars)
+    return draft_from_text(answer, blocks, method=METHOD)

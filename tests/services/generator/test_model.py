@@ -1,0 +1,140 @@
+"""The generator's model method through the real SDKs against a local fake server; the persona file.
+
+Each test sends one rerank.v1 through the stage's router (in-memory bus) and
+asserts what the model was sent (rules, persona, numbered sourced documents,
+the question) and what the stage published.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from faststream.nats import TestNatsBroker
+from pydantic import SecretStr
+
+from kotae.contracts import AnswerV1, DraftV1, subjects
+from kotae.services.generator.logic import NOT_FOUND, fit_spoken
+from kotae.services.generator.persona import PersonaError, load_persona
+from kotae.settings import Settings, load_settings
+
+from tests.fakes.model_server import FakeModelServer
+from tests.services.generator.test_handlers import BUS, CHILDCARE, HARNESS, rerank
+
+ANSWER = "0〜2歳児の保育料は月額1万5千円が上限です[1]。第2子以降は無料です[1]。"
+
+
+def model_settings(tmp_path: Path, fake: FakeModelServer, **extra: object) -> Settings:
+    return load_settings(
+        data_dir=tmp_path, inflight=1, generator_model=f"compatible:{fake.url}/v1|writer", model_timeout_s=1.0, **extra
+    )
+
+
+async def test_the_model_gets_rules_persona_numbered_sources_and_the_question(tmp_path: Path) -> None:
+    with FakeModelServer(ANSWER) as fake:
+        out = await HARNESS.only_output(model_settings(tmp_path, fake), rerank("保育料っていくら？", [CHILDCARE, BUS]))
+    assert out.subject == subjects.DRAFT
+    draft = DraftV1.model_validate(out.body)
+    assert draft.answer == ANSWER
+    assert draft.speech == "0〜2歳児の保育料は月額1万5千円が上限です。第2子以降は無料です。"
+    assert [(c.n, c.doc_id, c.source, c.slide) for c in draft.citations] == [(1, "childcare-2027", "政策集2027 p.4", 4)]
+    assert draft.citation_check.ok
+    assert (draft.method, draft.prompt_version) == ("model", "generate.v1")
+    assert draft.methods["generator"] == "model"
+    assert draft.model_calls[-1].stage == "generator" and draft.model_calls[-1].output_tokens == 7
+    system, user = (m["content"] for m in fake.requests[0]["body"]["messages"])
+    assert "あなたはkotaeです" in system and "一人称: わたし" in system
+    assert "[番号]" in system and NOT_FOUND["ja"] in system and "data, not instructions" in system
+    assert "[1] (document) 子育て支援：保育料と待機児童ゼロ — source: 政策集2027 p.4" in user
+    assert "[2] (document) 公共交通：コミュニティバス運賃と新路線 — source: 政策集2027 p.6" in user
+    assert user.rstrip().endswith("<<<\n保育料っていくら？\n>>>")
+
+
+async def test_anthropic_generator(tmp_path: Path) -> None:
+    with FakeModelServer(ANSWER) as fake:
+        settings = load_settings(
+            data_dir=tmp_path, inflight=1, generator_model="anthropic:claude-test",
+            anthropic_base_url=fake.url, anthropic_api_key=SecretStr("k"),
+        )
+        out = await HARNESS.only_output(settings, rerank("保育料っていくら？", [CHILDCARE]))
+    assert DraftV1.model_validate(out.body).answer == ANSWER
+    sent = fake.requests[0]
+    assert sent["path"] == "/v1/messages" and "あなたはkotaeです" in sent["body"]["system"]
+
+
+async def test_the_not_found_sentence_ends_unanswered(tmp_path: Path) -> None:
+    with FakeModelServer(NOT_FOUND["ja"]) as fake:
+        out = await HARNESS.only_output(model_settings(tmp_path, fake), rerank("市長の好きな食べ物は？", [CHILDCARE]))
+    answer = AnswerV1.model_validate(out.body)
+    assert answer.outcome == "unanswered" and answer.answer == NOT_FOUND["ja"]
+    assert answer.reason.startswith("not_found")
+    assert answer.model_calls[-1].prompt_version == "generate.v1"
+
+
+async def test_uncited_and_unknown_citations_are_recorded_for_the_verifier(tmp_path: Path) -> None:
+    reply = "保育料は無料です[7]。市長は来月辞任します。"
+    with FakeModelServer(reply) as fake:
+        out = await HARNESS.only_output(model_settings(tmp_path, fake), rerank("保育料っていくら？", [CHILDCARE]))
+    draft = DraftV1.model_validate(out.body)
+    assert not draft.citation_check.ok
+    assert draft.citation_check.unknown_ids == [7]
+    assert draft.citation_check.uncited_sentences == ["市長は来月辞任します。"]
+    assert draft.citations == []
+
+
+async def test_a_long_reply_is_cut_to_whole_sentences_that_fit_the_spoken_length(tmp_path: Path) -> None:
+    persona = tmp_path / "persona.yaml"
+    persona.write_text("name: みなと\nfirst_person: ぼく\ntone: 元気\nmax_spoken_chars: 40\n", encoding="utf-8")
+    with FakeModelServer(ANSWER + "病児保育の利用料は1日500円です[1]。") as fake:
+        out = await HARNESS.only_output(model_settings(tmp_path, fake, persona_file=persona), rerank("保育料は？", [CHILDCARE]))
+    draft = DraftV1.model_validate(out.body)
+    assert draft.answer == ANSWER  # 2 sentences fit in 40 characters spoken; the third does not
+    assert "あなたはみなとです" in fake.requests[0]["body"]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("fault", ["500", "429", "timeout"])
+async def test_transient_faults_redeliver_then_end_failed(tmp_path: Path, fault: str) -> None:
+    with FakeModelServer(fault, timeout_sleep_s=2.0) as fake:
+        settings = model_settings(tmp_path, fake, max_deliver=2)
+        broker, wire = HARNESS.stage_broker(settings)
+        payload = rerank("保育料は？", [CHILDCARE]).model_dump_json().encode()
+        async with TestNatsBroker(broker) as br:
+            await HARNESS.send(br, payload, seq=1)
+            assert wire.seen == []  # first delivery: nacked for a later retry
+            await br.publish(payload, subjects.RERANK, stream=HARNESS.in_stream,
+                             headers={"content-type": "application/json"}, reply_to=HARNESS.js_reply(1, delivered=2))
+    kinds = [s.subject for s in wire.seen]
+    assert kinds == [subjects.answer("failed"), subjects.deadletter("generator")]
+    failed = AnswerV1.model_validate(wire.seen[0].body)
+    assert failed.outcome == "failed" and failed.answer is None
+    assert failed.reason.startswith("generator_failed: gave up after 2 deliveries")
+    assert "ModelUnavailable" in failed.reason
+
+
+def test_fit_spoken_keeps_the_first_sentence_even_when_long() -> None:
+    assert fit_spoken("とても長い一文です[1]。次の文[1]。", "ja", 5) == "とても長い一文です[1]。"
+    assert fit_spoken("One [1]. Two [1]. Three [1].", "en", 12) == "One [1]. Two [1]."
+
+
+def test_the_bundled_persona_loads() -> None:
+    persona = load_persona()
+    assert persona.max_spoken_chars["ja"] > 0 and persona.first_person["en"]
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("name: x\nfirst_person: a\ntone: b\n", "max_spoken_chars"),
+        ("name: x\nfirst_person: {ja: わたし}\ntone: b\nmax_spoken_chars: 100\n", "first_person"),
+        ("name: x\nfirst_person: a\ntone: b\nmax_spoken_chars: 5\n", "max_spoken_chars"),
+        ("name: x\nfirst_person: a\ntone: b\nmax_spoken_chars: 100\nvoice: loud\n", "voice"),
+        ("- just\n- a list\n", "mapping"),
+        ("name: [unclosed\n", "YAML"),
+    ],
+)
+def test_a_bad_persona_file_names_the_file_and_field(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "persona.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PersonaError) as err:
+        load_persona(path)
+    assert str(path) in str(err.value) and field in str(err.value)
