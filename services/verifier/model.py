@@ -1,0 +1,108 @@
+"""The verifier's model method: a separate prompt classifies the draft against the evidence.
+
+The model sees the numbered evidence (documents, then FAQ) and the draft, and
+returns ``{"verdict": 0-3, "findings": [...]}``. The programmatic citation check
+runs as well and its findings always count: a draft citing a block that does
+not exist, or making an uncited claim, is rejected whatever the model says.
+
+It fails closed. A reply that is not that JSON is asked again
+(``KOTAE_MODEL_REASK`` times); if it still is not, or the model stays
+unavailable through every delivery, the draft is rejected with
+``verifier_unavailable`` — never passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kotae.citations import Block, citation_check, numbered_blocks
+from kotae.contracts import DraftV1, ModelCall
+from kotae.prompts import load_prompt
+from kotae.providers import BadReply, ChatModel, parse_json_object
+
+METHOD = "model"
+PROMPTS = Path(__file__).parent / "prompts"
+PROMPT = "verify.v1"
+UNAVAILABLE = "verifier_unavailable"
+MAX_BLOCK_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class ModelVerdict:
+    verdict: int
+    reasons: list[str]
+    method: str = METHOD
+    prompt_version: str = PROMPT
+    calls: list[ModelCall] = field(default_factory=list)
+    unavailable: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == 0 and not self.unavailable
+
+
+def render_user(draft_text: str, blocks: list[Block]) -> str:
+    parts = ["Evidence / 資料:"]
+    for b in blocks:
+        label = "FAQ" if b.kind == "faq" else "document"
+        parts += ["", f"[{b.n}] ({label}) {b.title}".rstrip(), b.text[:MAX_BLOCK_CHARS]]
+    parts += ["", "Draft answer / 検査する回答:", "<<<", draft_text, ">>>"]
+    return "\n".join(parts)
+
+
+def read_verdict(text: str) -> tuple[int, list[str]]:
+    """Class and findings of a verifier reply; :class:`BadReply` when it is not the JSON asked for."""
+    value = parse_json_object(text)
+    verdict = value.get("verdict")
+    if isinstance(verdict, str) and verdict.strip().isdigit():
+        verdict = int(verdict.strip())
+    if isinstance(verdict, bool) or not isinstance(verdict, int) or not 0 <= verdict <= 3:
+        raise BadReply(f"'verdict' must be 0, 1, 2 or 3: {text[:120]!r}")
+    findings = value.get("findings", [])
+    if not isinstance(findings, list):
+        raise BadReply(f"'findings' must be a list: {text[:120]!r}")
+    reasons = []
+    for item in findings:
+        if isinstance(item, dict):
+            bits = [f"{k}: {item[k]}" for k in ("sentence", "claim", "evidence", "problem") if item.get(k)]
+            reasons.append("; ".join(bits) if bits else str(item))
+        else:
+            reasons.append(str(item))
+    if verdict != 0 and not reasons:
+        reasons.append(f"the model judged class {verdict} without details")
+    return verdict, reasons
+
+
+def citation_findings(draft: DraftV1, block_count: int) -> list[str]:
+    check = citation_check(draft.answer, block_count)
+    reasons = [f"[{n}] cites no evidence block (there are {block_count})" for n in check.unknown_ids]
+    reasons += [f"uncited claim: {s!r}" for s in check.uncited_sentences]
+    return reasons
+
+
+async def model_verify(draft: DraftV1, model: ChatModel, *, reask: int, prompt_version: str = PROMPT) -> ModelVerdict:
+    """Classify ``draft`` with ``model``; ModelUnavailable propagates for a later redelivery."""
+    blocks = numbered_blocks(list(draft.docs), list(draft.faq))
+    system = load_prompt(PROMPTS, prompt_version)
+    user = render_user(draft.answer, blocks)
+    programmatic = citation_findings(draft, len(blocks))
+    calls: list[ModelCall] = []
+    problem = ""
+    for _ in range(1 + reask):
+        try:
+            reply = await model.acomplete(system=system, user=user, max_tokens=400, json_mode=True)
+        except BadReply as exc:  # a response body the SDK could not read
+            problem = str(exc)
+            continue
+        try:
+            verdict, reasons = read_verdict(reply.text)
+        except BadReply as exc:
+            calls.append(reply.call("verifier", prompt_version, outcome="unparseable"))
+            problem = str(exc)
+            continue
+        calls.append(reply.call("verifier", prompt_version))
+        if programmatic:
+            verdict = max(verdict, 2)
+        return ModelVerdict(verdict, programmatic + reasons, calls=calls, prompt_version=prompt_version)
+    return ModelVerdict(2, [f"{UNAVAILABLE}: {problem}"], calls=calls, prompt_version=prompt_version, unavailable=True)
