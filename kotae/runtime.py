@@ -12,6 +12,7 @@ from faststream import FastStream
 from faststream.specification import AsyncAPI
 from faststream.nats import NatsBroker, NatsRouter
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from kotae import __version__
@@ -51,6 +52,10 @@ def build_stage_app(
     """A FastStream app for one stage: declares the streams, then consumes."""
     configure_logging(settings, service=service)
     provider = tracer_provider or build_tracer_provider(service, settings)
+    if tracer_provider is None:
+        # Spans made outside the broker middleware (model calls, retrieval steps) use the
+        # process-wide provider, so they land in the same trace and exporter.
+        trace.set_tracer_provider(provider)
     broker = make_broker(settings, tracer_provider=provider)
     for router in routers:
         broker.include_router(router)
@@ -68,7 +73,14 @@ def build_stage_app(
 
     @app.after_startup
     async def _started() -> None:
-        log.info("stage.started", service=service, nats=settings.nats_url or DEFAULT_NATS_URL, inflight=settings.inflight)
+        if settings.metrics_port is not None:
+            from kotae.metrics import serve_metrics
+
+            serve_metrics(settings.metrics_port)
+        log.info(
+            "stage.started", service=service, nats=settings.nats_url or DEFAULT_NATS_URL,
+            inflight=settings.inflight, metrics_port=settings.metrics_port,
+        )
 
     @app.on_shutdown
     async def _stopping() -> None:

@@ -66,16 +66,25 @@ class Stack:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         index = len(self.processes.get(stage, []))
         log_path = self.log_dir / f"{stage}-{index}.log"
+        env = self._env()
+        if self.settings.metrics_port:
+            # One /metrics port per process: the base port, then the next ones in stage order.
+            env["KOTAE_METRICS_PORT"] = str(self.metrics_port(stage, index))
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kotae", "serve", stage],
-                env=self._env(),
+                env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
         self.processes.setdefault(stage, []).append(proc)
         return proc
+
+    def metrics_port(self, stage: str, index: int) -> int:
+        """The /metrics port of replica ``index`` of ``stage`` when KOTAE_METRICS_PORT is set."""
+        base = self.settings.metrics_port or 0
+        return base + self.stages.index(stage) * self.replicas + index
 
     async def start(self, timeout: float = 90.0) -> str:
         """Start the server and every stage; return once each stage is pulling."""

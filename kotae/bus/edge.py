@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
@@ -31,6 +32,7 @@ from faststream.nats import JStream, NatsRouter, PullSub
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
+from kotae import metrics
 from kotae.bus.topology import CONSUMERS, ConsumerSpec
 from kotae.contracts import AnswerV1, DeadLetterV1, subjects
 from kotae.settings import Settings
@@ -221,6 +223,7 @@ class StageEdge:
             correlation_id=comment_id,
             timeout=10.0,
         )
+        metrics.observe_published(self.stage, message, self.settings.model_prices)
         log.debug("message.published", stage=self.stage, subject=subject, comment_id=comment_id)
 
     async def dead_letter(
@@ -255,6 +258,7 @@ class StageEdge:
             correlation_id=comment_id or message.correlation_id,
             timeout=10.0,
         )
+        metrics.DEAD_LETTERS.labels(self.stage, error_type).inc()
         log.warning(
             "message.dead_lettered",
             stage=self.stage,
@@ -292,6 +296,8 @@ class StageEdge:
             span.set_attribute("kotae.comment_id", comment_id)
         span.set_attribute("kotae.stage", self.stage)
         token = _attempt.set((_deliveries(msg), self.settings.max_deliver))
+        started = time.perf_counter()
+        outcome = "ok"
         try:
             body = msg.body if isinstance(msg.body, bytes | bytearray) else b""
             if len(body) > self.settings.max_payload_bytes:
@@ -302,8 +308,10 @@ class StageEdge:
             log.debug("message.handled", deliveries=_deliveries(msg))
             return result
         except NackMessage:
+            outcome = "retry"
             raise
         except POISON_ERRORS as exc:
+            outcome = "poison"
             span.record_exception(exc)
             await self.dead_letter(msg, error_type="poison", error=_describe(exc))
             return None
@@ -313,12 +321,16 @@ class StageEdge:
             if deliveries < self.settings.max_deliver:
                 delay = self.retry_delay(deliveries)
                 log.warning("message.retry", error=_describe(exc)[:300], deliveries=deliveries, delay_s=delay)
+                outcome = "retry"
                 raise NackMessage(delay=delay) from exc
+            outcome = "exhausted"
             reason = f"gave up after {deliveries} deliveries: {_describe(exc)}"
             await self._terminal_outcome(msg, reason)
             await self.dead_letter(msg, error_type="exhausted", error=reason)
             return None
         finally:
+            metrics.MESSAGES.labels(self.stage, outcome).inc()
+            metrics.HANDLE_SECONDS.labels(self.stage).observe(time.perf_counter() - started)
             _attempt.reset(token)
             structlog.contextvars.unbind_contextvars("stage", "comment_id")
 

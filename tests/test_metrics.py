@@ -1,0 +1,63 @@
+"""What the bus edge counts for each published message, and the price table."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import REGISTRY
+
+from kotae.contracts import AnswerV1, ModelCall
+from kotae.metrics import observe_published, price_of
+from kotae.settings import SettingsError, load_settings
+
+from tests.services.reranker.test_handlers import retrieval
+from tests.services.verifier.test_handlers import draft
+
+
+def value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_gate_decisions_outcomes_and_verdicts_are_counted() -> None:
+    before = value("kotae_gate_decisions_total", decision="answer")
+    observe_published("retriever", retrieval([], []), {})
+    assert value("kotae_gate_decisions_total", decision="answer") == before + 1
+
+    d = draft("x[1]。", comment_id="m-2")
+    rejected = AnswerV1(comment_id="m-2", stream_id="s", comment=d.comment, outcome="rejected", verdict=2,
+                        methods={"verifier": "citation_and_support"})
+    before_v = value("kotae_verifier_verdicts_total", verdict="2", method="citation_and_support")
+    before_o = value("kotae_outcomes_total", stage="verifier", outcome="rejected")
+    observe_published("verifier", rejected, {})
+    assert value("kotae_verifier_verdicts_total", verdict="2", method="citation_and_support") == before_v + 1
+    assert value("kotae_outcomes_total", stage="verifier", outcome="rejected") == before_o + 1
+
+
+def test_only_the_calls_a_stage_made_are_counted_with_tokens_and_cost() -> None:
+    calls = [
+        ModelCall(stage="reranker", model="openai:gpt-test-2026", input_tokens=1000, output_tokens=10, latency_ms=20),
+        ModelCall(stage="generator", model="openai:gpt-test-2026", input_tokens=2_000_000, output_tokens=500_000, latency_ms=900),
+    ]
+    d = draft("x[1]。", comment_id="m-3").model_copy(update={"model_calls": calls})
+    prices = {"openai:gpt-test": (0.5, 2.0), "openai:": (100.0, 100.0)}
+    before = value("kotae_model_cost_usd_total", stage="generator", model="openai:gpt-test-2026")
+    before_r = value("kotae_model_calls_total", stage="reranker", model="openai:gpt-test-2026", outcome="ok")
+    observe_published("generator", d, prices)
+    # 2M input tokens at 0.5 + 0.5M output at 2.0 per million = 2.0 USD; the longest prefix wins.
+    assert value("kotae_model_cost_usd_total", stage="generator", model="openai:gpt-test-2026") == pytest.approx(before + 2.0)
+    assert value("kotae_model_tokens_total", stage="generator", model="openai:gpt-test-2026", direction="output") >= 500_000
+    # The reranker's call travels in the message but was counted by the reranker, not here.
+    assert value("kotae_model_calls_total", stage="reranker", model="openai:gpt-test-2026", outcome="ok") == before_r
+
+
+def test_price_of_matches_dated_variants_and_unknown_models() -> None:
+    prices = {"anthropic:claude-x": (3.0, 15.0)}
+    assert price_of("anthropic:claude-x-20260101", prices) == (3.0, 15.0)
+    assert price_of("openai:other", prices) is None
+
+
+def test_a_bad_price_setting_names_the_variable() -> None:
+    assert load_settings(model_prices="openai:a=1/2, compatible:http://h/v1|m=0/0").model_prices == {
+        "openai:a": (1.0, 2.0), "compatible:http://h/v1|m": (0.0, 0.0),
+    }
+    with pytest.raises(SettingsError, match="KOTAE_MODEL_PRICES"):
+        load_settings(model_prices="openai:a=cheap")
