@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     otlp_endpoint: str | None = Field(default=None, description="OTLP/HTTP endpoint for traces, e.g. http://localhost:4318.")
+    metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Serve Prometheus /metrics on this port; unset: off.")
+    model_prices: Annotated[dict[str, tuple[float, float]], NoDecode] = Field(
+        default_factory=dict,
+        description="USD per million input/output tokens, as 'openai:gpt-4.1-mini=0.4/1.6,anthropic:claude-x=3/15'.",
+    )
     service_name: str | None = None
 
     # Delivery
@@ -104,6 +109,23 @@ class Settings(BaseSettings):
                     raise ValueError(f"expected 'stream=kb' pairs separated by commas, got {item!r}")
                 pairs[stream.strip()] = kb.strip()
             return pairs
+        return value
+
+    @field_validator("model_prices", mode="before")
+    @classmethod
+    def _parse_prices(cls, value: object) -> object:
+        if isinstance(value, str):
+            prices = {}
+            for item in filter(None, (p.strip() for p in value.split(","))):
+                model, sep, pair = item.rpartition("=")
+                inp, slash, out = pair.partition("/")
+                try:
+                    if not sep or not slash or not model:
+                        raise ValueError
+                    prices[model.strip()] = (float(inp), float(out))
+                except ValueError:
+                    raise ValueError(f"expected 'provider:model=input/output' (USD per 1M tokens), got {item!r}") from None
+            return prices
         return value
 
     def kb_for(self, stream_id: str) -> str:
