@@ -92,7 +92,8 @@ class Settings(BaseSettings):
         default=None, description="Chat model that picks the relevant candidates; unset: the offline method."
     )
     reranker_offline: Literal["embedding_rescore", "keep_top_n"] = Field(
-        default="embedding_rescore", description="Offline reranking: rescoring with the embedding model, or retrieval order."
+        default="keep_top_n",
+        description="Offline reranking: retrieval order, or rescoring with the embedding model (bench/rerank.py compares them).",
     )
     generator_model: str | None = Field(default=None, description="Chat model that drafts answers; unset: extractive.")
     verifier_model: str | None = Field(default=None, description="Chat model that checks drafts; unset: the offline method.")

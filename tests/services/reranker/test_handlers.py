@@ -28,7 +28,7 @@ HARNESS = StageHarness(
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return load_settings(data_dir=tmp_path, inflight=1, reranker_offline="keep_top_n")
+    return load_settings(data_dir=tmp_path, inflight=1)
 
 
 def comment(comment_id: str = "c-1") -> CommentV1:

@@ -151,9 +151,8 @@ def test_embedding_rescore_names_its_method_and_keeps_top_n() -> None:
     assert len(result.docs) == 3 and result.faq == [FAQ]
 
 
-async def test_the_offline_default_publishes_embedding_rescore(tmp_path: Path) -> None:
-    settings = load_settings(data_dir=tmp_path, inflight=1)
-    assert settings.reranker_offline == "embedding_rescore"
+async def test_the_offline_rescoring_is_named_in_what_the_stage_publishes(tmp_path: Path) -> None:
+    settings = load_settings(data_dir=tmp_path, inflight=1, reranker_offline="embedding_rescore")
     out = await HARNESS.only_output(settings, retrieval(DOCS, [FAQ]))
     rerank = RerankV1.model_validate(out.body)
     assert rerank.method == "embedding_rescore" and rerank.model_calls == []
