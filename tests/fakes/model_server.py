@@ -13,6 +13,7 @@ is recorded.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -111,3 +112,27 @@ class FakeModelServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _first_block_sentence(user: str) -> str:
+    block = user.split("[1] ", 1)[1].split("\n[2] ", 1)[0]
+    body = [line for line in block.splitlines()[1:] if line.strip()]
+    sentence = re.split(r"(?<=[。.!?])", " ".join(body))[0].strip()
+    return re.sub(r"([。.!?])$", r"[1]\1", sentence)
+
+
+def stage_responder(path: str, body: dict[str, Any]) -> str | None:
+    """Faithful fake models for the hot path, by model name.
+
+    ``ranker`` keeps candidates 1 and 2; ``writer`` quotes the first sentence of
+    block [1] with its citation; ``checker`` finds nothing wrong. Other model
+    names fall through to the script or the default.
+    """
+    model = body.get("model")
+    if model == "ranker":
+        return json.dumps({"ids": [1, 2]})
+    if model == "checker":
+        return json.dumps({"verdict": 0, "findings": []})
+    if model == "writer":
+        return _first_block_sentence(body["messages"][-1]["content"])
+    return None

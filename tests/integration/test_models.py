@@ -12,8 +12,6 @@ as verified, in the model path and in the offline path.
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -22,7 +20,7 @@ from kotae.services.ingest.sources import RawComment, read_comment_file
 from kotae.services.verifier.logic import SAFE_REPLY
 from kotae.settings import Settings
 
-from tests.fakes.model_server import FakeModelServer
+from tests.fakes.model_server import FakeModelServer, stage_responder
 from tests.integration.stages import running_stages
 
 AT = datetime(2026, 11, 30, 20, 0, tzinfo=timezone.utc)
@@ -34,28 +32,15 @@ INJECTED = [
 HONEST = RawComment(id="q-1", author="viewer", text="0歳の子を預けたら保育料の上限は月いくらですか", published_at=AT)
 
 
-def _first_block_sentence(user: str) -> str:
-    block = user.split("[1] ", 1)[1].split("\n[2] ", 1)[0]
-    body = [line for line in block.splitlines()[1:] if line.strip()]
-    sentence = re.split(r"(?<=[。.!?])", " ".join(body))[0].strip()
-    return re.sub(r"([。.!?])$", r"[1]\1", sentence)
-
-
 def respond(path: str, body: dict[str, Any]) -> str | None:
-    model = body.get("model")
-    user = body["messages"][-1]["content"]
-    if model == "ranker":
-        return json.dumps({"ids": [1, 2]})
-    if model == "checker":
-        return json.dumps({"verdict": 0, "findings": []})
-    if model == "writer":
-        question = user.rsplit("<<<", 1)[1]
+    """Faithful fake models, except a generator that obeys an instruction in the comment."""
+    if body.get("model") == "writer":
+        question = body["messages"][-1]["content"].rsplit("<<<", 1)[1]
         if "無視" in question:
             return COMPLIANT["ja"]
         if "Ignore" in question or "ignore" in question:
             return COMPLIANT["en"]
-        return _first_block_sentence(user)
-    return None
+    return stage_responder(path, body)
 
 
 def with_models(settings: Settings, fake: FakeModelServer, *, verifier: bool = True) -> Settings:
