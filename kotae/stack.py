@@ -33,6 +33,10 @@ class StackError(RuntimeError):
     """A process of the stack failed to start."""
 
 
+#: Thread-pool sizes of numpy's OpenBLAS, OpenMP, MKL and Rust's rayon (qdrant-edge).
+SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
+
+
 class Stack:
     """nats-server (unless one is given) plus ``replicas`` processes of each stage."""
 
@@ -60,6 +64,11 @@ class Stack:
         env["KOTAE_NATS_URL"] = self.url
         env["KOTAE_DATA_DIR"] = str(self.settings.data_dir.resolve())
         env.setdefault("KOTAE_LOG_FORMAT", "json")
+        # One compute thread per process: stages scale by processes and in-flight
+        # messages, and several processes each spinning a BLAS/rayon pool the size
+        # of the machine starve one another (two retrievers ran 4x slower than one).
+        for var in SINGLE_THREADED:
+            env.setdefault(var, "1")
         return env
 
     def spawn(self, stage: str) -> subprocess.Popen[bytes]:
