@@ -70,7 +70,7 @@ def build_router(settings: Settings) -> NatsRouter:
                 return
             verdict, reasons = result.verdict, result.reasons
         else:
-            offline = verify(draft.answer, draft.docs, draft.faq)
+            offline = verify(draft.answer, draft.docs, draft.faq, question=draft.comment.text)
             common = _common(draft, offline.method, [])
             verdict, reasons = offline.verdict, offline.reasons
         if verdict == 0:

@@ -90,15 +90,17 @@ def test_unknown_citation_is_rejected() -> None:
     assert en.verdict == 2 and any("[2]" in r for r in en.reasons)
 
 
-def test_content_not_in_the_cited_block_is_rejected() -> None:
+def test_content_not_in_the_cited_block_is_rejected_as_invented() -> None:
+    # Mars is a proper name the evidence never mentions: an invention (3), not merely unsupported.
     v = verify("第2子以降の保育料は無料にします[1]。市長は港に宇宙センターを建設して火星に移住します[1]。", [JA], [])
-    assert v.verdict == 2
-    assert any("宇宙" in r or "火星" in r for r in v.reasons)
+    assert v.verdict == 3
+    assert any("火星" in r for r in v.reasons)
 
 
 def test_english_invention_is_rejected() -> None:
     v = verify("The mayor will build a spaceport on Mars with robots[1].", [EN], [])
-    assert v.verdict == 2
+    assert v.verdict == 3  # Mars is named nowhere in the evidence
+    assert any("Mars" in r for r in v.reasons)
     assert any("spaceport" in r for r in v.reasons)
 
 

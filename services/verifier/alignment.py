@@ -1,0 +1,641 @@
+"""Aligned support: is each name, number and term of a claim in its evidence, *in the same relation*?
+
+A bag-of-words check passes a sentence whose words are all in the evidence even when
+one entity has been swapped for another from the next sentence ("X was founded by B"
+when the evidence says A founded X and B joined later). Here every key term of a claim
+— a number, a proper name, a noun phrase — is looked up in the sentences of the
+evidence it cites, and an occurrence only counts when the words around it in the
+claim are also around it in the evidence (a window of content words). Each
+occurrence in the evidence supports one occurrence in the claim.
+
+A claim too short to carry its own context (``小笠原諸島です。``) is checked against the
+question it answers instead: the answer must sit in a sentence that holds some of the
+question's words, and its place must fit the question at least as well as the place of
+any other phrase of its kind in the evidence — how much of the question the sentence
+holds, how closely the question's words (rare ones, and those near the wh-word, weigh
+more) surround the phrase, and whether the words next to the wh-word (北海道と｜どこ)
+recur next to it. Parenthesised readings and aliases are not rivals, and a sentence that
+refers back (これ, 後者 …) also holds the words of the sentence before it.
+
+Findings are typed so the verifier can classify them: a term that is in the evidence
+but not in this relation contradicts it (class 1); a number or term that is nowhere in
+the evidence is unsupported (class 2); a person, organisation or other proper name that
+is nowhere in the evidence is invented (class 3).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
+
+from sudachipy import Dictionary, SplitMode
+
+from kotae.knowledge.text import is_japanese, normalize, split_sentences
+
+# How many content words either side of a term make its context in a claim, and in the evidence.
+CLAIM_WINDOW = 4
+EVIDENCE_WINDOW = 6
+# Share of a term's claim context that must surround it in the evidence.
+CONTEXT_SUPPORT = 0.5
+# Share of a claim's words one evidence sentence must hold for the claim to count as restating it.
+RESTATED = 0.7
+# A bare answer: its sentence must hold at least this share of the question's words (by rarity)...
+QUESTION_HELD = 0.1
+# ...and its place (HELD_WEIGHT × share held + slot score) may trail the best place of another
+# phrase of its kind anywhere in the evidence by at most SLOT_MARGIN. Set on the development
+# split of bench/verifier.py.
+HELD_WEIGHT = 0.5
+SLOT_MARGIN = 0.1
+# Added to the slot score for each side of the wh-word whose neighbours recur next to the answer.
+ANCHOR_BONUS = 0.3
+# Weight of the echo: the share of the character bigrams of ECHO_TOKENS tokens either side of the
+# question's wh-word found as many tokens either side of a phrase.
+ECHO_WEIGHT = 0.3
+ECHO_TOKENS = 6
+# Distance counted for a question word inside the phrase itself (首都 of 首都ヴィエンチャン).
+INSIDE = 0
+# Distance (in tokens) at which a question word counts half toward the slot score.
+SLOT_DECAY = 8.0
+# Distance (in tokens) from the question's wh-word at which a question word weighs half.
+QUESTION_DECAY = 3.0
+# A claim with no predicate of its own and at most this many content words leans on the question.
+SHORT_CLAIM = 6
+
+_CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
+_PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}
+_STOP = {
+    "為る", "成る", "有る", "居る", "言う", "出来る", "事", "物", "其れ", "此れ", "方", "所", "様", "為",
+    "訳", "です", "ます", "の", "ん", "此の", "其の", "等", "的", "他", "又", "中", "以上", "以下",
+}
+_EN_STOP = set(
+    """a an and are as at be been but by can could did do does for from had has have how i if in into is it
+    its me my of on or our so than that the their them then there these they this to was we were what when
+    where which who whom why will with would you your about also just not no yes""".split()
+)
+_WH_JA = re.compile(r"^(何|誰|どこ|何処|いつ|何時|どれ|何れ|どの|どちら|どっち|如何|幾つ|幾ら|いくつ|いくら|なぜ|何故|どんな|どう|どういう)")
+_WH_EN = {"who", "whom", "whose", "what", "which", "where", "when", "how", "why"}
+_ORG_SUFFIX = re.compile(
+    r"(財団|研究所|協会|学会|大学|会社|機構|委員会|協議会|研究会|振興会|連盟|組合|法人|銀行|新聞社?|放送|省|庁|党|社|局|団|センター|ラボ|グループ)$"
+)
+_EN_WORD = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z][A-Za-z'\-]*")
+
+_local = threading.local()
+
+
+def _tokenizer():  # Sudachi tokenizers are not thread-safe: one per thread
+    tok = getattr(_local, "tokenizer", None)
+    if tok is None:
+        tok = _local.tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.C)
+    return tok
+
+
+@dataclass(frozen=True)
+class Token:
+    surface: str
+    forms: tuple[str, ...]  # normalised content forms (a compound also gives its parts); empty if none
+    pos: tuple[str, ...]
+    number: str | None = None  # the value of a numeral, as digits
+    wh: bool = False
+
+
+@dataclass(frozen=True)
+class Term:
+    """A key term of a text: a number, a proper name or a noun phrase, with its token span."""
+
+    text: str
+    kind: str  # "number", "person", "org", "name" (other proper noun), "term" (common noun phrase)
+    start: int
+    end: int
+
+    @property
+    def proper(self) -> bool:
+        return self.kind in ("person", "org", "name")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    text: str
+    tokens: tuple[Token, ...]
+    terms: tuple[Term, ...]
+
+    def context(self, start: int, end: int, width: int) -> set[str]:
+        """Content forms of up to ``width`` content tokens either side of tokens[start:end]."""
+        out: set[str] = set()
+        for rng in (range(start - 1, -1, -1), range(end, len(self.tokens))):
+            seen = 0
+            for i in rng:
+                forms = self.tokens[i].forms
+                if forms:
+                    out.update(forms)
+                    seen += 1
+                    if seen >= width:
+                        break
+        return out
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """All content forms of the text."""
+        return frozenset(f for t in self.tokens for f in t.forms)
+
+    @cached_property
+    def positions(self) -> dict[str, tuple[int, ...]]:
+        """Token positions of each content form."""
+        out: dict[str, list[int]] = {}
+        for i, t in enumerate(self.tokens):
+            for f in t.forms:
+                out.setdefault(f, []).append(i)
+        return {f: tuple(p) for f, p in out.items()}
+
+    @cached_property
+    def owners(self) -> tuple[int, ...]:
+        """For each token, the token a bracket it sits in is attached to (itself when outside):
+        蘭学(らんがく) makes らんがく belong to 蘭学."""
+        owners, stack, last = [], [], 0
+        for i, t in enumerate(self.tokens):
+            if t.surface in ("(", "[", "「", "『", "【"):
+                stack.append(last if t.surface in ("(", "[") else i)
+            elif t.surface in (")", "]", "」", "』", "】") and stack:
+                stack.pop()
+            owners.append(stack[-1] if stack else i)
+            if not stack and t.surface not in (")", "]"):
+                last = i
+        return tuple(owners)
+
+
+# --- analysis ----------------------------------------------------------------------------
+
+
+def _ja_tokens(text: str) -> list[Token]:
+    out: list[Token] = []
+    for m in _tokenizer().tokenize(text):
+        pos = tuple(m.part_of_speech())
+        if pos[0] == "空白":
+            continue
+        form = m.normalized_form()
+        number = form if pos[1] == "数詞" and re.fullmatch(r"\d+(?:\.\d+)?", form) else None
+        wh = bool(_WH_JA.match(m.surface()) or _WH_JA.match(form)) and pos[0] in ("代名詞", "名詞", "連体詞", "副詞", "形状詞")
+        forms: tuple[str, ...] = (number,) if number is not None else ()
+        if pos[0] in _CONTENT_POS and form not in _STOP and not wh and number is None:
+            if form.isascii():
+                forms = tuple(w.lower() for w in _EN_WORD.findall(form))
+            else:
+                parts = [p.normalized_form() for p in m.split(SplitMode.A)] if len(m.surface()) > 2 else []
+                forms = tuple(dict.fromkeys([form] + [p for p in parts if p not in _STOP and len(p) > 1]))
+        out.append(Token(m.surface(), forms, pos, number, wh))
+    return out
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _en_tokens(text: str) -> list[Token]:
+    out: list[Token] = []
+    for i, m in enumerate(_EN_WORD.finditer(text)):
+        word = m.group(0)
+        low = word.lower()
+        if word[0].isdigit():
+            value = word.replace(",", "")
+            out.append(Token(word, (value,), ("名詞", "数詞"), value))
+            continue
+        sentence_start = i == 0 or text[: m.start()].rstrip().endswith((".", "!", "?", ":"))
+        proper = word[0].isupper() and not sentence_start and low not in _EN_STOP
+        pos = ("名詞", "固有名詞") if proper else (("stop",) if low in _EN_STOP else ("名詞", "普通名詞"))
+        forms = () if low in _EN_STOP or len(low) < 2 else (_stem(low),)
+        out.append(Token(word, forms, pos, None, low in _WH_EN))
+    return out
+
+
+def _kind(tokens: list[Token], text: str) -> str:
+    pos = [t.pos for t in tokens]
+    if any(len(p) > 2 and p[2] == "人名" for p in pos):
+        return "person"
+    if any(len(p) > 2 and p[2] == "組織名" for p in pos) or _ORG_SUFFIX.search(text):
+        return "org" if len(text) > 2 else "term"
+    if any(len(p) > 1 and p[1] == "固有名詞" for p in pos):
+        return "name"
+    return "term"
+
+
+def _terms(tokens: list[Token]) -> list[Term]:
+    """Numbers, and maximal noun phrases (numerals and their counters cut out) as terms."""
+    out: list[Term] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        toks = [tokens[i] for i in run]
+        text = "".join(t.surface for t in toks) if not toks[0].surface.isascii() else " ".join(t.surface for t in toks)
+        if any(t.forms for t in toks) and not any(t.wh for t in toks):
+            out.append(Term(text, _kind(toks, text), run[0], run[-1] + 1))
+        run.clear()
+
+    for i, t in enumerate(tokens):
+        if t.number is not None:
+            flush()
+            out.append(Term(t.number, "number", i, i + 1))
+            continue
+        is_counter = bool(out and out[-1].kind == "number" and out[-1].end == i and len(t.pos) > 2 and "助数詞" in "".join(t.pos))
+        if t.pos[0] in _PHRASE_POS and t.pos[1] != "数詞" and not is_counter:
+            if t.pos[0] == "名詞" and t.surface.isascii() and t.pos[1] != "固有名詞" and not t.surface[0].isupper():
+                flush()  # a lower-case English word is not part of a name
+                continue
+            run.append(i)
+        else:
+            flush()
+    flush()
+    return out
+
+
+@lru_cache(maxsize=20_000)
+def analyse(text: str) -> Analysis:
+    """Tokens (with positions, parts of speech, numbers) and key terms of one sentence."""
+    text = normalize(text)
+    tokens = _ja_tokens(text) if is_japanese(text) else _en_tokens(text)
+    return Analysis(text, tuple(tokens), tuple(_terms(tokens)))
+
+
+@lru_cache(maxsize=5_000)
+def evidence_sentences(text: str) -> tuple[Analysis, ...]:
+    return tuple(analyse(s) for s in split_sentences(normalize(text)))
+
+
+# --- alignment ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with one term of a claim."""
+
+    cls: int  # 1 contradicts, 2 not in the evidence, 3 invented
+    term: str
+    kind: str
+    evidence: str | None = None  # the evidence sentence where the term was found in another relation
+    block: int | None = None
+    claim: str = ""  # the claim (answer sentence, markers stripped) the term belongs to
+
+    def describe(self, refs: str) -> str:
+        if self.cls == 1:
+            return f"{self.term!r} is in {refs} but not in this relation (evidence: {self.evidence!r})"
+        if self.kind == "number":
+            return f"number {self.term} not in {refs}"
+        if self.cls == 3:
+            return f"{self.kind} {self.term!r} appears nowhere in {refs}"
+        return f"{self.term!r} not in {refs}"
+
+
+@dataclass
+class _Occurrence:
+    block: int
+    sentence: Analysis
+    start: int
+    end: int
+
+
+def _same_term(a: Term, b: Term) -> bool:
+    if a.kind == "number" or b.kind == "number":
+        return a.kind == b.kind and float(a.text) == float(b.text)
+    return a.text.lower() == b.text.lower()  # both come from normalised text
+
+
+def _occurrences(term: Term, evidence: list[tuple[int, Analysis]]) -> list[_Occurrence]:
+    out = []
+    for block, sent in evidence:
+        for t in sent.terms:
+            if _same_term(term, t):
+                out.append(_Occurrence(block, sent, t.start, t.end))
+        if term.kind != "number" and not out:
+            # A phrase may sit inside a longer phrase of the evidence (小笠原諸島 in 小笠原諸島沖).
+            for t in sent.terms:
+                if t.kind != "number" and term.text.lower() in t.text.lower() and len(term.text) >= 2:
+                    out.append(_Occurrence(block, sent, t.start, t.end))
+    return out
+
+
+def _score(ctx: set[str], occ: _Occurrence) -> float:
+    if not ctx:
+        return 1.0
+    return len(ctx & occ.sentence.context(occ.start, occ.end, EVIDENCE_WINDOW)) / len(ctx)
+
+
+def _parts_missing(term: Term, claim: Analysis, evidence: list[tuple[int, Analysis]]) -> bool:
+    """A common noun phrase not in the evidence is unsupported unless each of its words is there."""
+    have: set[str] = set()
+    for _, sent in evidence:
+        have |= sent.words
+    forms = {f for i in range(term.start, term.end) for f in claim.tokens[i].forms[:1]}
+    return any(f not in have for f in forms)
+
+
+def _restated(claim: Analysis, evidence: list[tuple[int, Analysis]]) -> tuple[int, Analysis] | None:
+    """The evidence sentence that ``claim`` restates, if one holds nearly all its words."""
+    words = claim.words
+    if not words or not evidence:
+        return None
+    block, best = max(evidence, key=lambda e: len(words & e[1].words))
+    return (block, best) if len(words & best.words) / len(words) >= RESTATED else None
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """One content word of the question: its forms, its rarity in the evidence, its nearness to the wh-word."""
+
+    forms: frozenset[str]
+    rarity: float
+    near: float
+
+
+def _distance(sentence: Analysis, start: int, end: int, forms: frozenset[str]) -> int | None:
+    """Tokens between tokens[start:end] and the nearest token carrying one of ``forms`` (INSIDE within)."""
+    best = None
+    for form in forms:
+        for i in sentence.positions.get(form, ()):
+            d = INSIDE if start <= i < end else start - i if i < start else i - end + 1
+            best = d if best is None else min(best, d)
+    return best
+
+
+def _slot_score(sentence: Analysis, start: int, end: int, asked: list[_Asked], anchors: tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]) -> float:
+    """How closely the question's words surround a span (1 when all sit right next to it),
+    plus a bonus for each side where the words next to the question's wh-word recur next to it."""
+    total = 0.0
+    # A reading or alias in brackets (…結婚すること(夫婦別姓)) stands where its owner stands.
+    start = min(start, sentence.owners[start])
+    for word in asked:
+        d = _distance(sentence, start, end, word.forms)
+        if d is not None:
+            total += word.rarity * word.near / (1.0 + d / SLOT_DECAY)
+    score = total / sum(w.rarity * w.near for w in asked)
+    left, right, echo = anchors
+    tokens = sentence.tokens
+    while end < len(tokens) and _attached(tokens[end]):
+        end += 1
+    if echo:
+        near = "".join(t.surface for t in tokens[max(0, start - ECHO_TOKENS) : start])
+        near += "".join(t.surface for t in tokens[end : end + ECHO_TOKENS])
+        score += ECHO_WEIGHT * len(echo & _bigrams(near)) / len(echo)
+    before = "".join(t.surface for t in tokens[max(0, start - 2) : start])
+    after = "".join(t.surface for t in tokens[end : end + 3])
+    if any(before.endswith(a) for a in left):
+        score += ANCHOR_BONUS
+    if any(after.startswith(a) for a in right):
+        score += ANCHOR_BONUS
+    return score
+
+
+def _attached(token: Token) -> bool:
+    """A suffix or counter that belongs to the word before it (何*年*, 雨*季*)."""
+    return token.pos[0] == "接尾辞" or (len(token.pos) > 2 and token.pos[2].startswith("助数詞"))
+
+
+def _counter(sentence: Analysis, end: int) -> str:
+    """The counter after a number (年, 人, 位); empty for other terms."""
+    tokens = sentence.tokens
+    return tokens[end].surface if end < len(tokens) and _attached(tokens[end]) else ""
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1)}
+
+
+def _anchor_texts(pair: list[Token], nearest: list[Token]) -> tuple[str, ...]:
+    """Two tokens ("北海道と", "と呼ぶ"), and the nearest alone when it is a word long
+    enough to mean something by itself ("opened" in "Who opened the service?")."""
+    out = []
+    both = "".join(t.surface for t in pair)
+    if len(both) >= 2:
+        out.append(both)
+    if len(pair) > 1 and nearest and len(nearest[0].surface) >= 3:
+        out.append(nearest[0].surface)
+    return tuple(out)
+
+
+def _anchors(question: Analysis) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """The text right before and right after the question's wh-word (北海道と｜どこ｜か),
+    and the character bigrams of a few tokens either side of it (its echo)."""
+    tokens = question.tokens
+    wh = next((i for i, t in enumerate(tokens) if t.wh), None)
+    if wh is None:
+        # "ドミニカ国の首都は？", "軌道長半径とは": the slot is the end of the question.
+        wh = len(tokens)
+        while wh > 0 and tokens[wh - 1].pos[0] == "補助記号":
+            wh -= 1
+        tokens = tokens[:wh] + (Token("", (), ("補助記号",), None, True),)
+    end = wh + 1
+    while end < len(tokens) and _attached(tokens[end]):
+        end += 1
+    left_tokens = tokens[max(0, wh - 2) : wh]
+    right_tokens = [t for t in tokens[end : end + 2] if t.pos[0] not in ("補助記号",)]
+    # A bare sentence-final particle (…か。) anchors nothing.
+    if right_tokens and right_tokens[0].pos[:2] == ("助詞", "終助詞"):
+        right_tokens = []
+    left = _anchor_texts(left_tokens, left_tokens[-1:])
+    right = _anchor_texts(right_tokens, right_tokens[:1])
+    echo = "".join(t.surface for t in tokens[max(0, wh - ECHO_TOKENS) : wh])
+    echo += "".join(t.surface for t in tokens[end : end + ECHO_TOKENS] if t.pos[0] != "補助記号")
+    return left, right, frozenset(_bigrams(echo))
+
+
+def _asked(question: Analysis, own: frozenset[str] | None, evidence: list[tuple[int, Analysis]]) -> list[_Asked]:
+    """The question's content words (less the forms in ``own``), weighted.
+
+    Rarer words in the evidence weigh more (the article's topic is in every sentence), and
+    so do words close to the wh-word (or the end of a question without one), which
+    describe the slot rather than the topic.
+    """
+    n = len(evidence)
+    wh = next((i for i, t in enumerate(question.tokens) if t.wh), None)
+    out = []
+    for i, t in enumerate(question.tokens):
+        if not t.forms or (own is not None and not own.isdisjoint(t.forms)):
+            continue
+        rarity = max(math.log(1 + n / (1 + sum(f in s.words for _, s in evidence))) for f in t.forms)
+        near = 1.0 / (1.0 + abs(i - (len(question.tokens) if wh is None else wh)) / QUESTION_DECAY)
+        out.append(_Asked(frozenset(t.forms), rarity, near))
+    return out
+
+
+def _alias(sentence: Analysis, a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Is one span a parenthesised reading or alias of the other (蘭学(らんがく), 1888年(仏暦2431年))?"""
+    owners = sentence.owners
+    tokens = sentence.tokens
+
+    def head_end(span: tuple[int, int]) -> int:
+        end = span[1]
+        while end < len(tokens) and _attached(tokens[end]):
+            end += 1
+        return end
+
+    return any(a[0] <= owners[i] < head_end(a) for i in range(*b)) or any(b[0] <= owners[i] < head_end(b) for i in range(*a))
+
+
+_ANAPHORA = re.compile(r"^(これ|それ|あれ|この|その|あの|こう|そう|同|後者|前者|彼|彼女|彼ら|本|当|同様)")
+
+
+def _refers_back(sentence: Analysis, before: int) -> bool:
+    """Does the sentence point back to the one before it ahead of token ``before``?"""
+    return any(_ANAPHORA.match(t.surface) for t in sentence.tokens[:before])
+
+
+def _held(evidence: list[tuple[int, Analysis]], n: int, start: int, asked: list[_Asked]) -> float:
+    """Share (by rarity) of the question's words that sentence ``n`` holds.
+
+    A sentence that refers back before ``start`` ("後者はリズムを奏でる。", "これを…と呼ぶ。")
+    also holds the words of the sentence before it.
+    """
+    sentence = evidence[n][1]
+    around = set(sentence.words)
+    if n > 0 and _refers_back(sentence, start):
+        around |= evidence[n - 1][1].words
+    return sum(w.rarity for w in asked if not w.forms.isdisjoint(around)) / sum(w.rarity for w in asked)
+
+
+def _slot_check(claim: Analysis, question: Analysis, evidence: list[tuple[int, Analysis]]) -> Finding | None:
+    """Does a bare answer fill the slot the question asks about?
+
+    Every place in the evidence a phrase of the answer's kind could fill is scored by how
+    much of the question its sentence holds and how closely the question's words surround
+    it. The answer must hold enough of the question, and score at least as well as every
+    other phrase of its kind, in its own sentence or elsewhere.
+    """
+    if not claim.terms:
+        return None
+    head = max(claim.terms, key=lambda t: (t.kind != "term", len(t.text)))
+    # A question word inside the answer (武力 of 加撃的武力 for "無撃的武力となに") still
+    # places it; but an answer the question already spells out gets no credit for it.
+    repeats = head.text in question.text
+    asked = _asked(question, claim.words if repeats else None, evidence)
+    if not asked:
+        return None
+    anchors = _anchors(question)
+    counter = _counter(claim, head.end)
+    index = {id(s): n for n, (_, s) in enumerate(evidence)}
+    answers: list[tuple[float, float, _Occurrence]] = []
+    for o in _occurrences(head, evidence):
+        held = _held(evidence, index[id(o.sentence)], o.start, asked)
+        answers.append((held * HELD_WEIGHT + _slot_score(o.sentence, o.start, o.end, asked, anchors), held, o))
+    if not answers:
+        return None
+    best, held, occ = max(answers, key=lambda x: x[0])
+    rival = 0.0
+    for n, (_, sentence) in enumerate(evidence):
+        mine = [(o.start, o.end) for _, _, o in answers if o.sentence is sentence]
+        for t in sentence.terms:
+            if (
+                t.kind != head.kind
+                or _same_term(head, t)
+                or t.text in head.text  # a part of the answer (リラ of リラ冷え); a longer phrase stays a rival
+                or t.text in question.text
+                or any(_same_term(t, own) for own in claim.terms)
+                or (counter and _counter(sentence, t.end) != counter)
+                or any(t.start < e and s < t.end or _alias(sentence, (s, e), (t.start, t.end)) for s, e in mine)
+            ):
+                continue
+            h = _held(evidence, n, t.start, asked)
+            rival = max(rival, h * HELD_WEIGHT + _slot_score(sentence, t.start, t.end, asked, anchors))
+    if held < QUESTION_HELD or best < rival - SLOT_MARGIN:
+        return Finding(1, head.text, head.kind, occ.sentence.text, occ.block)
+    return None
+
+
+def _leans_on_question(claim: Analysis) -> bool:
+    """A bare answer ("小笠原諸島です", "東アジアの広範囲", "1991年"): a noun phrase and a copula.
+
+    No verb, adjective or particle other than の links it to anything, so what it says
+    depends on the question.
+    """
+    content = [t for t in claim.tokens if t.forms or t.number]
+    if len(content) > SHORT_CLAIM:
+        return False
+    for t in claim.tokens:
+        if t.pos[0] in ("動詞", "形容詞") and t.forms:
+            return False
+        if t.pos[0] == "助詞" and t.surface != "の":
+            return False
+        if t.pos == ("stop",) and t.surface.lower() not in ("the", "a", "an", "of", "is", "it", "it's"):
+            return False
+    return True
+
+
+def align(claim: str, evidence: list[tuple[int, str]], question: str | None = None) -> list[Finding]:
+    """Findings for each key term of ``claim`` against the cited ``evidence`` (block number, text).
+
+    Example::
+
+        >>> ev = [(1, "梅雨は北海道と小笠原諸島を除く日本でみられる。雨季の一種である。")]
+        >>> align("梅雨は北海道と小笠原諸島を除く日本でみられる。", ev)
+        []
+        >>> [f.cls for f in align("梅雨は雨季と小笠原諸島を除く日本でみられる。", ev)]
+        [1]
+    """
+    c = analyse(claim)
+    sentences = [(n, s) for n, text in evidence for s in evidence_sentences(text)]
+    q = analyse(question) if question and _leans_on_question(c) else None
+    # A claim that restates one evidence sentence must keep its terms in that sentence.
+    restated = _restated(c, sentences) if q is None else None
+    findings: list[Finding] = []
+    # Score every (claim term, evidence occurrence) pair, then let the best pairs claim their occurrences first.
+    pending: list[tuple[Term, set[str], list[_Occurrence]]] = []
+    for term in c.terms:
+        ctx = c.context(term.start, term.end, CLAIM_WINDOW)
+        own_forms = {f for i in range(term.start, term.end) for f in c.tokens[i].forms}
+        ctx -= own_forms
+        everywhere = _occurrences(term, sentences)
+        if term.kind == "number" and _counter(c, term.end):
+            # 3億人 is not 3億円: a number counts only with the same counter, when both have one.
+            same = [o for o in everywhere if _counter(o.sentence, o.end) in ("", _counter(c, term.end))]
+            if everywhere and not same:
+                o = everywhere[0]
+                findings.append(Finding(1, term.text, term.kind, o.sentence.text, o.block))
+                continue
+            everywhere = same
+        occs = [o for o in everywhere if o.sentence is restated[1]] if restated else everywhere
+        if everywhere and not occs:
+            o = everywhere[0]
+            findings.append(Finding(1, term.text, term.kind, o.sentence.text, o.block))
+            continue
+        if not occs:
+            if term.kind == "number":
+                findings.append(Finding(2, term.text, term.kind))
+            elif term.proper:
+                findings.append(Finding(3, term.text, term.kind))
+            elif restated and _parts_missing(term, c, [restated]):
+                cls = 2 if _parts_missing(term, c, sentences) else 1
+                findings.append(Finding(cls, term.text, term.kind, restated[1].text, restated[0]))
+            elif _parts_missing(term, c, sentences):
+                findings.append(Finding(2, term.text, term.kind))
+            continue
+        pending.append((term, ctx, occs))
+    scored = sorted(
+        ((_score(ctx, o), k, o) for k, (term, ctx, occs) in enumerate(pending) for o in occs),
+        key=lambda x: -x[0],
+    )
+    best: dict[int, tuple[float, _Occurrence]] = {}
+    used: set[tuple[int, int, int]] = set()
+    for score, k, occ in scored:
+        where = (id(occ.sentence), occ.start, occ.end)
+        if k in best or where in used:
+            continue
+        used.add(where)
+        best[k] = (score, occ)
+    for k, (term, ctx, occs) in enumerate(pending):
+        if k not in best:
+            # Every occurrence went to another mention of the same term.
+            findings.append(Finding(1, term.text, term.kind, occs[0].sentence.text, occs[0].block))
+            continue
+        score, occ = best[k]
+        if score < CONTEXT_SUPPORT and q is None:
+            findings.append(Finding(1, term.text, term.kind, occ.sentence.text, occ.block))
+    if q is not None and not findings:
+        slot = _slot_check(c, q, sentences)
+        if slot:
+            findings.append(slot)
+    return [replace(f, claim=claim) for f in findings]
