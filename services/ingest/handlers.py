@@ -8,8 +8,12 @@ within JetStream's duplicate window is stored once.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 
+import nats.errors
+import nats.js.errors
 from faststream.nats import NatsBroker
 from opentelemetry.trace import Tracer
 
@@ -18,7 +22,18 @@ from kotae.contracts import AnswerV1, CommentV1, subjects
 from kotae.tracing import current_trace_id
 from kotae.services.ingest.sources import RawComment
 from kotae.clarify import ClarifyStore
-from kotae.services.ingest.triage import METHOD, Dropped, Triage, hash_author
+from kotae.logs import get_logger
+from kotae.services.ingest.triage import Dropped, Triage, order_for_publishing
+
+log = get_logger("kotae.ingest")
+
+# Faults of the bus that pass: no stream leader yet, a reconnect, a slow ack.
+_BUS_UNAVAILABLE = (
+    nats.js.errors.NoStreamResponseError,
+    nats.errors.NoRespondersError,
+    nats.errors.TimeoutError,
+    nats.errors.ConnectionReconnectingError,
+)
 
 
 @dataclass(frozen=True)
@@ -28,6 +43,8 @@ class Ingested:
     duplicate: bool = False  # the bus had already stored it (a resend across restarts)
     trace_id: str | None = None
     origin: str | None = None  # message id of the published comment
+    reason: str | None = None  # why it was dropped
+    priority: int | None = None  # of an admitted comment
 
 
 class Ingestor:
@@ -44,18 +61,34 @@ class Ingestor:
         # Live sources keep session "live", so a platform resend (same id) is
         # stored once even across restarts; each replay run is its own session.
         self.session = session
+        self.publish_deadline_s = 60.0
 
     async def _publish(self, subject: str, message: CommentV1 | AnswerV1) -> bool:
+        """Publish and wait for the stream's ack; True when the bus already had it.
+
+        A stream without a leader for a moment (a node lost, an election) or a
+        reconnecting client is retried with a growing pause for up to
+        ``publish_deadline_s``: the ``Nats-Msg-Id`` makes a repeat harmless, and a
+        live chat cannot be asked to send the comment again.
+        """
         origin = f"{message.stream_id}:{self.session}"
-        ack = await self.broker.publish(
-            message.model_dump_json().encode(),
-            subject,
-            stream=subjects.stream_of(subject),
-            headers={"Nats-Msg-Id": msg_id(message.comment_id, origin, "ingest", subject), "content-type": "application/json"},
-            correlation_id=message.comment_id,
-            timeout=10.0,
-        )
-        return bool(ack is not None and ack.duplicate)
+        payload = message.model_dump_json().encode()
+        headers = {"Nats-Msg-Id": msg_id(message.comment_id, origin, "ingest", subject), "content-type": "application/json"}
+        deadline = time.monotonic() + self.publish_deadline_s
+        pause = 0.2
+        while True:
+            try:
+                ack = await self.broker.publish(
+                    payload, subject, stream=subjects.stream_of(subject), headers=headers,
+                    correlation_id=message.comment_id, timeout=10.0,
+                )
+                return bool(ack is not None and ack.duplicate)
+            except _BUS_UNAVAILABLE as exc:
+                if time.monotonic() + pause > deadline:
+                    raise
+                log.warning("ingest.publish_retry", comment_id=message.comment_id, error=type(exc).__name__, pause_s=pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
 
     async def _awaiting_reply(self, raw: RawComment) -> bool:
         if not raw.author:
@@ -63,14 +96,25 @@ class Ingestor:
         if self._clarify is None:
             js = self.broker.config.connection_state.stream
             self._clarify = await ClarifyStore.open(js, self.clarify_ttl_s)
-        return await self._clarify.waiting(self.triage.stream_id, hash_author(raw.author))
+        return await self._clarify.waiting(self.triage.stream_id, self.triage.author_of(raw))
 
     async def ingest(self, raw: RawComment) -> Ingested:
-        if raw.id in self.triage.seen:
-            return Ingested(raw.id, "resend")
-        admitted = self.triage.admit(raw, awaiting_reply=await self._awaiting_reply(raw))
-        if admitted is None:
-            return Ingested(raw.id, "resend")
+        """Triage and publish one comment."""
+        return (await self.ingest_many([raw]))[0]
+
+    async def ingest_many(self, raws: list[RawComment]) -> list[Ingested]:
+        """Triage a batch (one model call per ``batch_size`` when a model classifies) and
+        publish it, Super Chats and fresh questions first; results in input order."""
+        fresh = [raw for raw in raws if raw.id not in self.triage.seen]
+        awaiting = {raw.id for raw in fresh if await self._awaiting_reply(raw)}
+        decisions = await self.triage.admit_batch(raws, awaiting=awaiting)
+        results: list[Ingested] = [Ingested(raw.id, "resend") for raw in raws]
+        ready = [(i, d) for i, d in enumerate(decisions) if d is not None]
+        for i, decision in order_for_publishing(ready):
+            results[i] = await self._publish_decision(raws[i], decision)
+        return results
+
+    async def _publish_decision(self, raw: RawComment, admitted: CommentV1 | Dropped) -> Ingested:
         with self.tracer.start_as_current_span("ingest", attributes={"kotae.comment_id": raw.id}) as span:
             trace_id = current_trace_id()
             if isinstance(admitted, Dropped):
@@ -82,11 +126,14 @@ class Ingestor:
                     comment=c,
                     outcome="dropped",
                     reason=admitted.reason,
-                    methods={"ingest": METHOD},
+                    methods={"ingest": admitted.method},
+                    merged_into=admitted.merged_into,
+                    degraded=admitted.degraded_reason is not None,
+                    degraded_reason=admitted.degraded_reason,
                     trace_id=trace_id,
                 )
                 duplicate = await self._publish(subjects.answer("dropped"), answer)
-                return Ingested(raw.id, "dropped", duplicate, trace_id, c.message_id)
+                return Ingested(raw.id, "dropped", duplicate, trace_id, c.message_id, admitted.reason)
             span.set_attribute("kotae.triage", "admitted")
             duplicate = await self._publish(subjects.COMMENT, admitted)
-            return Ingested(raw.id, "admitted", duplicate, trace_id, admitted.message_id)
+            return Ingested(raw.id, "admitted", duplicate, trace_id, admitted.message_id, priority=admitted.priority)

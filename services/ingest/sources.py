@@ -1,17 +1,18 @@
-"""Comment sources: a JSONL replay file and standard input.
+"""Comment sources: a JSONL replay file and standard input, paced or not.
 
-A line is ``{"id", "author", "text"[, "published_at", "superchat"]}``. A file is
+A line is ``{"id", "author", "text"[, "author_id", "published_at", "superchat"]}``. A file is
 read and checked whole before anything is published, so a bad line stops the
 command with file, line and field and nothing half-sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -29,6 +30,9 @@ class RawComment(BaseModel):
 
     id: str = Field(min_length=1, max_length=200)
     author: str = Field(default="", max_length=200)
+    author_id: str | None = Field(
+        default=None, max_length=200, description="The platform's user id; hashed (salted) before it enters the bus."
+    )
     text: str = Field(min_length=1, max_length=5000)
     published_at: datetime | None = None
     superchat: SuperChat | None = None
@@ -74,3 +78,48 @@ def read_stream(stream: IO[str], name: str = "<stdin>") -> Iterator[RawComment]:
     for lineno, line in enumerate(stream, 1):
         if line.strip():
             yield parse_comment(line, f"{name}:{lineno}")
+
+
+Timing = Literal["original", "fast"]
+
+
+async def paced(
+    comments: Iterable[RawComment],
+    timing: Timing = "fast",
+    *,
+    speed: float = 1.0,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> AsyncIterator[RawComment]:
+    """Comments in file order; with ``timing="original"`` each one waits for the gap
+    between its ``published_at`` and the previous one's (divided by ``speed``), so a
+    recorded chat replays at the pace it was written. Lines without a timestamp,
+    or earlier than the previous one, follow at once.
+    """
+    if timing not in ("original", "fast"):
+        raise ValueError(f"timing must be 'original' or 'fast', not {timing!r}")
+    previous: datetime | None = None
+    for comment in comments:
+        at = comment.published_at
+        if timing == "original" and at is not None and previous is not None:
+            gap = (at - previous).total_seconds() / speed
+            if gap > 0:
+                await sleep(gap)
+        if at is not None and (previous is None or at > previous):
+            previous = at
+        yield comment
+
+
+async def follow_stream(stream: IO[str], name: str = "<stdin>") -> AsyncIterator[list[RawComment]]:
+    """Comments from a stream as each line arrives (one-comment batches), for a pipe that stays open.
+
+    Lines are read in a worker thread so the event loop keeps publishing; a bad
+    line stops with its name and line number like the file readers do.
+    """
+    lineno = 0
+    while True:
+        line = await asyncio.to_thread(stream.readline)
+        if not line:
+            return
+        lineno += 1
+        if line.strip():
+            yield [parse_comment(line, f"{name}:{lineno}")]

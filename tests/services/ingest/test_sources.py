@@ -97,3 +97,28 @@ def test_read_stream_yields_as_it_goes_and_names_the_line() -> None:
     assert next(comments).id == "a"  # the first comment arrives before the bad line is read
     with pytest.raises(CommentInputError, match=r"<stdin>:3: field 'text'"):
         next(comments)
+
+
+async def test_original_timing_keeps_the_gaps_between_comments() -> None:
+    from kotae.services.ingest.sources import RawComment, paced
+
+    t0 = datetime(2026, 11, 30, 11, 0, tzinfo=timezone.utc)
+    comments = [
+        RawComment(id="a", text="q?", published_at=t0),
+        RawComment(id="b", text="q?", published_at=t0 + timedelta(seconds=4)),
+        RawComment(id="c", text="q?"),  # no timestamp: follows at once
+        RawComment(id="d", text="q?", published_at=t0 + timedelta(seconds=3)),  # out of order: at once
+        RawComment(id="e", text="q?", published_at=t0 + timedelta(seconds=10)),
+    ]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    assert [c.id async for c in paced(comments, "original", sleep=sleep)] == ["a", "b", "c", "d", "e"]
+    assert slept == [4.0, 6.0]
+    slept.clear()
+    assert [c.id async for c in paced(comments, "original", speed=2.0, sleep=sleep)] == ["a", "b", "c", "d", "e"]
+    assert slept == [2.0, 3.0]
+    slept.clear()
+    assert len([c async for c in paced(comments, "fast", sleep=sleep)]) == 5 and slept == []

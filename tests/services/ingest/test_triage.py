@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -149,3 +150,175 @@ def test_the_sample_stream_admits_questions_and_drops_chatter() -> None:
     # the chatter of the sample, less the Super Chat c014 which is admitted
     assert dropped == {"c001", "c002", "c004", "c008", "c018", "c023", "c030"}
     assert isinstance(results["c014"], CommentV1)
+
+
+# --- blocklist, merging, rate limit, priority ----------------------------------------------
+
+from kotae.providers import ChatModel  # noqa: E402
+from kotae.services.ingest.triage import Blocklist, BlocklistError, order_for_publishing, similarity  # noqa: E402
+from kotae.settings import load_settings  # noqa: E402
+from tests.fakes.model_server import FakeModelServer  # noqa: E402
+
+T0 = datetime(2026, 11, 30, 11, 0, 0, tzinfo=timezone.utc)
+
+
+def at(seconds: float) -> datetime:
+    from datetime import timedelta
+
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_blocklisted_words_and_links_are_dropped_even_when_paid() -> None:
+    t = Triage(stream_id="s", kb="k", source="replay", blocklist=Blocklist.parse(["死ね", "re:https?://\\S+", "BIT.LY/"]))
+    abuse = t.admit(RawComment(id="a", text="お前なんか死ねよ、いつ辞めるの？"))
+    link = t.admit(RawComment(id="b", text="稼げる方法はここ？ https://spam.example/x"))
+    short = t.admit(RawComment(id="c", text="see ｂｉｔ．ｌｙ／abc for what?"))  # NFKC first: full-width letters still match
+    paid = t.admit(RawComment(id="d", text="死ね", superchat=SuperChat(amount=100, currency="JPY")))
+    ok = t.admit(RawComment(id="e", text="保育料っていくら？"))
+    for result in (abuse, link, short, paid):
+        assert isinstance(result, Dropped) and result.reason.startswith("blocked:")
+    assert isinstance(ok, CommentV1)
+
+
+def test_a_blocklist_file_with_a_bad_pattern_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "block.txt"
+    path.write_text("# abuse\n死ね\n\nre:(unclosed\n", encoding="utf-8")
+    with pytest.raises(BlocklistError, match=rf"{path}:4"):
+        Blocklist.from_file(path)
+
+
+def test_the_blocklist_comes_from_settings(tmp_path: Path) -> None:
+    path = tmp_path / "block.txt"
+    path.write_text("スパム\n", encoding="utf-8")
+    s = load_settings(data_dir=tmp_path, ingest_blocklist="死ね, re:https?://", ingest_blocklist_file=path)
+    t = Triage.from_settings(s, source="replay")
+    assert isinstance(t.admit(RawComment(id="a", text="スパムはいくら？")), Dropped)
+    assert isinstance(t.admit(RawComment(id="b", text="http://x.example どう？")), Dropped)
+    assert isinstance(t.admit(RawComment(id="c", text="保育料はいくら？")), CommentV1)
+
+
+def test_a_near_duplicate_question_is_merged_into_the_earlier_one() -> None:
+    t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=180)
+    first = t.admit(RawComment(id="q1", text="給食費の無償化はいつから始まるの？", published_at=at(0)))
+    again = t.admit(RawComment(id="q2", text="給食費の無償化っていつからですか", published_at=at(40)))
+    other = t.admit(RawComment(id="q3", text="保育料いくらになるんですか？", published_at=at(50)))
+    assert isinstance(first, CommentV1) and isinstance(other, CommentV1)
+    assert isinstance(again, Dropped)
+    assert again.merged_into == "q1" and again.reason.startswith("merged_into: q1")
+
+
+def test_the_same_question_after_the_window_is_asked_again() -> None:
+    t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=60)
+    assert isinstance(t.admit(RawComment(id="q1", text="When does early voting start?", published_at=at(0))), CommentV1)
+    assert isinstance(t.admit(RawComment(id="q2", text="when does early voting begin?", published_at=at(61))), CommentV1)
+
+
+def test_questions_that_share_only_question_words_are_not_merged() -> None:
+    assert similarity("バス代いくらになるんですか", "保育料いくらになるんですか？") < 0.5
+    assert similarity("津波避難タワーは何基建てる予定？", "津波避難タワー何基つくるの？") >= 0.5
+
+
+def test_admissions_beyond_the_rate_limit_are_dropped_but_super_chats_pass() -> None:
+    t = Triage(stream_id="s", kb="k", source="replay", admit_per_minute=3, merge_window_s=0)
+    texts = ["保育料はいくら？", "バス代は？", "期日前投票はいつ？", "避難所はどこ？", "給食費は無料？"]
+    results = [t.admit(RawComment(id=f"q{i}", text=x, published_at=at(i))) for i, x in enumerate(texts)]
+    assert [isinstance(r, CommentV1) for r in results] == [True, True, True, False, False]
+    assert all(r.reason.startswith("rate_limited") for r in results[3:] if isinstance(r, Dropped))
+    paid = t.admit(RawComment(id="p", text="港は？", published_at=at(6), superchat=SuperChat(amount=500, currency="JPY")))
+    assert isinstance(paid, CommentV1)
+    later = t.admit(RawComment(id="q9", text="図書館は何時まで？", published_at=at(70)))  # a new minute of chat
+    assert isinstance(later, CommentV1)
+
+
+def test_priority_super_chat_then_fresh_then_stale() -> None:
+    t = Triage(stream_id="s", kb="k", source="replay", stale_after_s=60)
+    fresh = t.admit(RawComment(id="f", text="保育料はいくら？", published_at=at(300)))
+    stale = t.admit(RawComment(id="s", text="バス代はいくら？", published_at=at(100)))  # arrives late: 200 s behind the chat
+    paid = t.admit(RawComment(id="p", text="がんばれー！", published_at=at(301), superchat=SuperChat(amount=500, currency="JPY")))
+    assert isinstance(fresh, CommentV1) and isinstance(stale, CommentV1) and isinstance(paid, CommentV1)
+    assert paid.priority > fresh.priority > stale.priority
+    ordered = order_for_publishing([(0, stale), (1, fresh), (2, paid)])
+    assert [d.comment_id for _, d in ordered] == ["p", "f", "s"]
+
+
+# --- the model method --------------------------------------------------------------------------
+
+
+def question_marks(path: str, body: dict) -> str:
+    """A fake model that calls a comment a question when it has a question mark."""
+    lines = body["messages"][-1]["content"].splitlines()
+    ids = [int(line.split(".", 1)[0]) for line in lines if "?" in line]
+    return json.dumps({"question_ids": ids})
+
+
+async def test_a_model_classifies_comments_in_batches() -> None:
+    with FakeModelServer(responder=question_marks) as fake:
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|triage", setting="KOTAE_TRIAGE_MODEL", timeout_s=5.0)
+        t = Triage(stream_id="s", kb="k", source="replay", model=model, batch_size=3)
+        # 'いつから' would pass the rules without a '?'; the model (here: question marks) decides instead
+        raws = [RawComment(id=f"c{i}", text=x, published_at=at(i)) for i, x in enumerate(
+            ["期日前投票いつから", "保育料はいくら?", "草", "What time do polls close?", "nice", "バス代は?", "hello"]
+        )]
+        results = await t.admit_batch(raws)
+    assert len(fake.requests) == 3  # 7 comments in batches of 3
+    assert "JSON" in fake.requests[0]["body"]["messages"][0]["content"]
+    admitted = [r.comment_id for r in results if isinstance(r, CommentV1)]
+    assert admitted == ["c1", "c3", "c5"]
+    assert all(r.triage == "model:triage.v1" for r in results if isinstance(r, CommentV1))
+    dropped = [r for r in results if isinstance(r, Dropped)]
+    assert {d.comment.comment_id for d in dropped} == {"c0", "c2", "c4", "c6"}
+    assert all(d.method == "model:triage.v1" and d.degraded_reason is None for d in dropped)
+
+
+@pytest.mark.parametrize("fault", ["500", "garbage"])
+async def test_a_failing_model_falls_back_to_the_rules_and_says_so(fault: str) -> None:
+    with FakeModelServer(default=fault) as fake:
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|triage", setting="KOTAE_TRIAGE_MODEL", timeout_s=5.0)
+        t = Triage(stream_id="s", kb="k", source="replay", model=model)
+        results = await t.admit_batch([RawComment(id="a", text="保育料っていくら"), RawComment(id="b", text="草")])
+    admitted, dropped = results
+    assert isinstance(admitted, CommentV1) and admitted.triage == "question_rules"
+    assert isinstance(dropped, Dropped) and dropped.method == "question_rules"
+    assert dropped.degraded_reason and "offline rules used" in dropped.degraded_reason
+
+
+async def test_a_model_reply_of_the_wrong_shape_falls_back() -> None:
+    with FakeModelServer(default='{"questions": "all of them"}') as fake:
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|triage", setting="KOTAE_TRIAGE_MODEL", timeout_s=5.0)
+        t = Triage(stream_id="s", kb="k", source="replay", model=model)
+        (result,) = await t.admit_batch([RawComment(id="b", text="草")])
+    assert isinstance(result, Dropped) and "BadReply" in (result.degraded_reason or "")
+
+
+async def test_batches_skip_resends_and_keep_super_chats_out_of_the_model() -> None:
+    with FakeModelServer(responder=question_marks) as fake:
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|triage", setting="KOTAE_TRIAGE_MODEL", timeout_s=5.0)
+        t = Triage(stream_id="s", kb="k", source="replay", model=model)
+        raws = [
+            RawComment(id="a", text="保育料は?"),
+            RawComment(id="a", text="保育料は?"),
+            RawComment(id="p", text="がんばれ", superchat=SuperChat(amount=500, currency="JPY")),
+        ]
+        first, resend, paid = await t.admit_batch(raws)
+    assert isinstance(first, CommentV1) and resend is None and isinstance(paid, CommentV1)
+    assert fake.requests[0]["body"]["messages"][-1]["content"] == "1. 保育料は?"
+
+
+def test_remembered_ids_are_bounded_and_the_oldest_go_first() -> None:
+    from kotae.services.ingest.triage import RecentIds
+
+    ids = RecentIds(capacity=3)
+    for i in range(5):
+        ids.add(f"c{i}")
+    assert len(ids) == 3 and "c0" not in ids and "c1" not in ids and "c4" in ids
+
+
+def test_a_long_stream_keeps_bounded_state() -> None:
+    from datetime import timedelta
+
+    t = Triage(stream_id="s", kb="k", source="replay", admit_per_minute=0, merge_window_s=60)
+    for i in range(3000):  # 25 minutes of chat at 2 comments a second, every one a new question
+        result = t.admit(RawComment(id=f"c{i}", text=f"what about topic{i}x and area{i}y?", published_at=T0 + timedelta(seconds=i / 2)))
+        assert isinstance(result, CommentV1)
+    assert len(t._recent) <= 2 * 60 * 2 + 1  # the merge window (with its margin), not the whole stream
+    assert len(t._admitted_at) <= 2 * 120 + 1
