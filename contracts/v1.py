@@ -63,6 +63,10 @@ class CommentV1(_Message):
     superchat: SuperChat | None = None
     priority: int = Field(default=0, description="Higher is answered first (Super Chat > fresh question).")
     kb: str = Field(default="default", description="Knowledge base this stream is bound to.")
+    triage: str | None = Field(
+        default=None,
+        description="How ingest admitted it: 'question_rules', 'model:<prompt version>', 'superchat' or 'ask_back_reply'.",
+    )
 
 
 class Evidence(BaseModel):
@@ -212,6 +216,9 @@ class AnswerV1(_Message):
     degraded_reason: str | None = Field(default=None, description="Why a stage fell back, when one did.")
     trace_id: str | None = None
     model_calls: list[ModelCall] = Field(default_factory=list, description="Every model call made for this comment, with tokens.")
+    merged_into: str | None = Field(
+        default=None, description="Comment id of the earlier, near-identical question this one was merged into (dropped)."
+    )
 
 
 class MetricScore(BaseModel):
@@ -223,6 +230,43 @@ class MetricScore(BaseModel):
     numerator: float | None = None
     denominator: float | None = None
     reason: str | None = None
+    method: str | None = Field(default=None, description="How this metric was judged, e.g. 'lexical' (offline) or 'model'.")
+
+
+class Judged(BaseModel):
+    """One true/false judgement of an answer; None when it could not be decided, always with a reason."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: bool | None = None
+    reason: str | None = None
+
+
+class ClaimJudgement(BaseModel):
+    """One claim of an answer and whether its evidence supports it (None: could not tell)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: Text
+    supported: bool | None = None
+    evidence_ids: list[str] = Field(default_factory=list, description="Documents the claim was checked against.")
+    reason: str | None = None
+
+
+class AnswerJudgement(BaseModel):
+    """Per-answer judgements a report counts: each true, false or None (unknown) with its reason.
+
+    ``supported`` is true only when every claim is supported, false when any is
+    not, and None while any claim is unknown.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    cited: Judged = Field(default_factory=Judged, description="The answer cites documents that were retrieved for it.")
+    supported: Judged = Field(default_factory=Judged, description="Every claim is supported by its evidence.")
+    timely: Judged = Field(default_factory=Judged, description="The evidence was valid on the question's date.")
+    relevant: Judged = Field(default_factory=Judged, description="The answer addresses the question's subject, conditions and time.")
+    complete: Judged = Field(default_factory=Judged, description="No part the question needs is missing.")
 
 
 class EvaluationV1(_Message):
@@ -242,6 +286,23 @@ class EvaluationV1(_Message):
     methods: dict[str, str] = Field(default_factory=dict, description="Methods of the stages that made the answer.")
     status: Literal["ok", "failed"] = "ok"
     error: str | None = None
+    mode: Literal["offline", "model"] | None = Field(
+        default=None, description="offline: every metric judged without a model; model: a model judge was configured."
+    )
+    prompt_versions: dict[str, str] = Field(default_factory=dict, description="Judge prompt per metric, e.g. {'faithfulness': 'faithfulness.v1'}.")
+    model_calls: list[ModelCall] = Field(default_factory=list, description="Calls the judge made for this evaluation.")
+    viewer_comment: CommentV1 | None = Field(
+        default=None, description="The comment the answer replied to (not `comment`: an evaluation's origin is its answer)."
+    )
+    answer_outcome_reason: str | None = Field(default=None, description="The answer's own reason (gate, triage or verifier).")
+    kb: str | None = Field(default=None, description="Knowledge base the answer drew on.")
+    evidence_versions: dict[str, str] = Field(default_factory=dict, description="Version of each evidence document, by doc id.")
+    set_version: str | None = Field(default=None, description="Version of the labelled question set, when the comment came from `kotae eval`.")
+    judgement: AnswerJudgement | None = Field(default=None, description="cited/supported/timely/relevant/complete, each with its reason.")
+    claims: list[ClaimJudgement] = Field(default_factory=list, description="The answer's claims, each with its support.")
+    answer_models: dict[str, str] = Field(
+        default_factory=dict, description="Hosted model each stage called for the answer, by stage (empty: an offline pipeline)."
+    )
 
 
 class DeadLetterV1(BaseModel):

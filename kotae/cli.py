@@ -139,7 +139,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         cid = row.get("id")
         if not isinstance(cid, str | int) or isinstance(cid, bool):
             raise CommandError(f"{where}: field 'id': required, a string or number")
-        _require_str(row, "question", where)
+        question = _require_str(row, "question", where)
         answer = row.get("answer")
         if not isinstance(answer, str):
             raise CommandError(f"{where}: field 'answer': required, a string")
@@ -152,10 +152,10 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
                 raise CommandError(f"{where}: field 'contexts.{i}.text': required, a string")
             ctx_id = str(ctx.get("id", i + 1))
             docs.append(Evidence(doc_id=ctx_id, chunk_id=ctx_id, text=ctx["text"]))
-        cases.append((cid, answer, docs))
+        cases.append((cid, question, answer, docs))
     out = []
-    for cid, answer, docs in cases:
-        verdict = verify(answer, docs, [])
+    for cid, question, answer, docs in cases:
+        verdict = verify(answer, docs, [], question=question)
         out.append(json.dumps({"id": cid, "verdict": verdict.verdict, "reasons": verdict.reasons, "method": verdict.method}, ensure_ascii=False))
     sys.stdout.write("".join(line + "\n" for line in out))
     return 0
@@ -268,10 +268,70 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     if not settings.nats_url:
         raise CommandError("kotae ingest publishes to a running bus: set KOTAE_NATS_URL (see `kotae up`)")
+    if args.source in ("youtube", "onecomme") or getattr(args, "follow", False):
+        return _ingest_live(args, settings)
+    if getattr(args, "speed", 1.0) <= 0:
+        raise CommandError(f"--speed must be above 0, got {args.speed}")
     comments = read_comment_file(Path(args.file)) if args.source == "replay" else list(read_stream(sys.stdin))
-    result = asyncio.run(run_replay(settings, settings.nats_url, comments, timeout=args.timeout, source=args.source))
+    timing = getattr(args, "timing", "fast")
+    result = asyncio.run(
+        run_replay(
+            settings, settings.nats_url, comments, timeout=args.timeout, source=args.source,
+            timing=timing, speed=getattr(args, "speed", 1.0),
+        )
+    )
     sys.stdout.write(write_jsonl(result.ordered()))
     return 0 if not result.missing else EXIT_FAILED
+
+
+def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
+    """``kotae ingest youtube|onecomme``: publish until the chat ends (or Ctrl-C), one status line per comment."""
+    from kotae.services.ingest.live import run_live
+    from kotae.services.ingest.triage import BlocklistError, Triage
+
+    try:
+        Triage.from_settings(settings, source=args.source)  # refuse a bad blocklist or model before connecting
+    except BlocklistError as exc:
+        raise CommandError(str(exc)) from None
+    if args.source == "stdin":
+        from kotae.services.ingest.sources import follow_stream
+
+        asyncio.run(run_live(settings, settings.nats_url, lambda js: follow_stream(sys.stdin), source_name="stdin"))
+        return 0
+    if args.source == "youtube":
+        from kotae.services.ingest.state import KvState
+        from kotae.services.ingest.youtube import YouTubeError, YouTubeLiveChat
+
+        if not (settings.youtube_api_key or settings.youtube_oauth_token):
+            raise CommandError("kotae ingest youtube needs KOTAE_YOUTUBE_API_KEY (or KOTAE_YOUTUBE_OAUTH_TOKEN)")
+        ended: list[str | None] = []
+
+        def source(js: Any) -> Any:
+            async def pages() -> Any:
+                chat = YouTubeLiveChat.from_settings(settings, args.video, await KvState.open(js, settings.ingest_kv_bucket))
+                try:
+                    async for page in chat.pages():
+                        yield page
+                finally:
+                    ended.append(chat.end_reason)
+                    await chat.aclose()
+
+            return pages()
+
+        try:
+            asyncio.run(run_live(settings, settings.nats_url, source, source_name="youtube"))
+        except YouTubeError as exc:
+            raise CommandError(str(exc)) from None
+        print(f"kotae: YouTube chat of {args.video} ended ({ended[0] if ended else 'stopped'})", file=sys.stderr)
+        return 0
+    from kotae.services.ingest.onecomme import OneCommeError, OneCommeFeed
+
+    try:
+        feed = OneCommeFeed(args.url or settings.onecomme_url, reconnect=not args.once)
+    except OneCommeError as exc:
+        raise CommandError(str(exc)) from None
+    asyncio.run(run_live(settings, settings.nats_url, lambda js: feed.batches(), source_name="onecomme"))
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -292,7 +352,9 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
-    from kotae.services.evaluator.report import collect_evaluations, render_report
+    from kotae.services.evaluator.counting import InvalidCount
+    from kotae.services.evaluator.logic import SummaryMismatch
+    from kotae.services.evaluator.report import collect_evaluations, render_report, write_png
     from kotae.stack import Stack
 
     async def run() -> list[Any]:
@@ -304,8 +366,68 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
             stack.stop()
 
     evaluations = asyncio.run(run())
-    print(render_report(evaluations, as_json=args.json))
+    try:
+        text = render_report(evaluations, as_json=args.json)
+    except (InvalidCount, SummaryMismatch) as exc:
+        raise CommandError(f"{settings.data_dir} (stream KOTAE_EVALUATIONS): {exc}") from None
+    if args.png:
+        write_png(evaluations, Path(args.png))
+        print(f"kotae: chart of the rates over time written to {args.png}", file=sys.stderr)
+    print(text)
     return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.replay import run_replay, write_jsonl
+    from kotae.services.evaluator.counting import summarize
+    from kotae.services.evaluator.labelled import QuestionResult, misses, read_question_set, render, score
+    from kotae.services.ingest.sources import RawComment
+    from kotae.stack import Stack
+
+    questions = read_question_set(Path(args.file))  # every line checked before anything starts
+    if args.kb:
+        from kotae.knowledge.records import load_records
+
+        load_records(Path(args.kb))
+    _load_kb_if_given(args.kb, settings.kb, settings)
+    versions = sorted({q.set_version for q in questions})
+
+    async def run() -> list[tuple[Any, Any]]:
+        stack = Stack(settings)
+        await stack.start()
+        try:
+            runs = []
+            for version in versions:
+                batch = [q for q in questions if q.set_version == version]
+                comments = [RawComment(id=q.id, author="kotae-eval", text=q.text, published_at=q.at) for q in batch]
+                result = await run_replay(
+                    settings, stack.url, comments, timeout=args.timeout, source=f"eval:{version}", wait_for_evaluations=15.0
+                )
+                runs.append((batch, result))
+            return runs
+        finally:
+            stack.stop()
+
+    print(f"kotae eval: {len(questions)} questions from {args.file}; starting the stack…", file=sys.stderr, flush=True)
+    scores, results, evaluations = [], [], []
+    for batch, result in asyncio.run(run()):
+        rows = [QuestionResult(q, result.records.get(q.id), result.answers.get(q.id)) for q in batch]
+        results += rows
+        scores.append(score(rows))
+        evaluations += list(result.evaluations.values())
+    if args.out:
+        _write_atomically(Path(args.out), write_jsonl([r.as_dict() for r in results]))
+        print(f"kotae: {len(results)} per-question records written to {args.out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"sets": [s.as_dict() for s in scores], "evaluations": summarize(evaluations)}, ensure_ascii=False, indent=2))
+    else:
+        from kotae.services.evaluator.report import render_table
+
+        print(render(scores, misses(results)))
+        if evaluations:
+            print("\nevaluator, same questions (kotae report's rules):")
+            print(render_table(summarize(evaluations)))
+    return 0 if all(s.failed == 0 for s in scores) else EXIT_FAILED
 
 
 def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -415,9 +537,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = ing.add_parser("replay", help="a JSONL comments file")
     p.add_argument("file")
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timing", choices=["fast", "original"], default="fast", help="original: keep the gaps between published_at times")
+    p.add_argument("--speed", type=float, default=1.0, help="with --timing original: play this many times faster")
+    p.set_defaults(func=cmd_ingest)
+    p = ing.add_parser("youtube", help="a YouTube live chat, through the YouTube Data API v3, until it ends")
+    p.add_argument("--video", required=True, help="the live video's id (the v= of its URL)")
+    p.set_defaults(func=cmd_ingest)
+    p = ing.add_parser("onecomme", help="OneComme's local WebSocket feed, until Ctrl-C")
+    p.add_argument("--url", default=None, help="the feed (default: KOTAE_ONECOMME_URL, ws://127.0.0.1:11180/sub)")
+    p.add_argument("--once", action="store_true", help="stop when the connection closes instead of reconnecting")
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("stdin", help="JSONL comments on standard input")
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--follow", action="store_true", help="publish each line as it arrives and print what ingest did, without waiting for answers")
     p.set_defaults(func=cmd_ingest, file=None)
 
     p = sub.add_parser("calibrate", help="choose the retrieval gate's thresholds from labelled questions")
@@ -433,8 +565,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", default="contracts", help="the contracts folder (default: ./contracts)")
     p.set_defaults(func=cmd_contracts)
 
+    p = sub.add_parser("eval", help="run a labelled question set through every stage and score it")
+    p.add_argument("file", help='JSONL {"id","text","kind":"answerable"|"offtopic"[,"expected_doc_ids","expected_facts","set_version","at"]}')
+    p.add_argument("--kb", help="load this knowledge base first (idempotent)")
+    p.add_argument("--out", help="also write one JSONL record per question here")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every outcome")
+    p.set_defaults(func=cmd_eval)
+
     p = sub.add_parser("report", help="the evaluator's aggregate tables")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--png", default=None, help="also write a chart of the rates over time to this PNG file")
     p.set_defaults(func=cmd_report)
     return parser
 
@@ -444,6 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kotae.knowledge.embeddings import EmbeddingMismatch
     from kotae.knowledge.records import KnowledgeBaseError
     from kotae.logs import configure_logging
+    from kotae.services.evaluator.labelled import QuestionSetError
     from kotae.services.ingest.sources import CommentInputError
 
     args = build_parser().parse_args(argv)
@@ -458,7 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.model_copy(update={"log_level": "warning"}) if settings.log_level == "info" else settings)
     try:
         return args.func(args, settings)
-    except (CommandError, KnowledgeBaseError, CommentInputError, TransientError, EmbeddingMismatch) as exc:
+    except (CommandError, KnowledgeBaseError, CommentInputError, TransientError, EmbeddingMismatch, QuestionSetError) as exc:
         print(f"kotae: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

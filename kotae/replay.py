@@ -19,10 +19,11 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from opentelemetry.sdk.trace import TracerProvider
 
 from kotae.contracts import AnswerV1, DeadLetterV1, EvaluationV1, subjects
+from kotae.bus.topology import ensure_streams
 from kotae.runtime import make_broker
 from kotae.settings import Settings
 from kotae.services.ingest.handlers import Ingestor
-from kotae.services.ingest.sources import RawComment
+from kotae.services.ingest.sources import RawComment, Timing, paced
 from kotae.services.ingest.triage import Triage
 from kotae.tracing import build_tracer_provider
 
@@ -88,16 +89,22 @@ async def run_replay(
     session: str | None = None,
     wait_for_evaluations: float = 0.0,
     tracer_provider: TracerProvider | None = None,
+    timing: Timing = "fast",
+    speed: float = 1.0,
 ) -> ReplayResult:
     """Publish ``comments`` through ingest's triage and wait for every outcome.
 
     Each run is its own ingest session, so replaying a file again processes it
     again; within the run, a repeated id is a resend and is published once.
+    ``timing="original"`` publishes each comment after the gap its ``published_at``
+    says (divided by ``speed``); ``"fast"`` publishes in batches of
+    ``KOTAE_TRIAGE_BATCH_SIZE`` (one triage model call each, when a model classifies).
     """
     provider = tracer_provider or build_tracer_provider("ingest", settings)
     broker = make_broker(settings.model_copy(update={"nats_url": url}), tracer_provider=provider)
     await broker.connect()
     js = broker.config.connection_state.stream
+    await ensure_streams(js, settings)  # a bus that no stage has declared yet still takes the comments
     result = ReplayResult()
     try:
         async def tail(stream: str, subject: str, cb: Any) -> Any:
@@ -165,20 +172,29 @@ async def run_replay(
         ]
         if wait_for_evaluations:
             subs.append(await tail(subjects.STREAM_EVALUATIONS, subjects.EVALUATION, on_evaluation))
-        triage = Triage(stream_id=settings.stream_id, kb=settings.kb, source=source)
+        triage = Triage.from_settings(settings, source=source)
         ingestor = Ingestor(
             broker, triage, provider.get_tracer("kotae.ingest"),
             session=session or uuid.uuid4().hex[:12], clarify_ttl_s=settings.clarify_ttl_s,
         )
-        for raw in comments:
+        batch: list[RawComment] = []
+
+        async def flush() -> None:
+            for outcome in await ingestor.ingest_many(batch):
+                if outcome.origin:
+                    origins[outcome.comment_id] = outcome.origin
+            batch.clear()
+
+        async for raw in paced(comments, timing, speed=speed):
             if raw.id in sent_at:
                 result.resends += 1
                 continue
             result.order.append(raw.id)
             sent_at[raw.id] = time.time()
-            outcome = await ingestor.ingest(raw)
-            if outcome.origin:
-                origins[raw.id] = outcome.origin
+            batch.append(raw)
+            if timing == "original" or len(batch) >= triage.batch_size:
+                await flush()
+        await flush()
         published.set()
         settle()
         try:

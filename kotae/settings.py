@@ -28,6 +28,8 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(default=Path(".kotae"), description="All state of the embedded default.")
     nats_url: str | None = Field(default=None, description="Use this NATS server instead of starting one.")
+    nats_user: str | None = Field(default=None, description="NATS user of this process (each service has its own, with its own permissions).")
+    nats_password: SecretStr | None = Field(default=None, description="Password of KOTAE_NATS_USER.")
     stream_id: str = Field(default="default", min_length=1, description="Stream id stamped on ingested comments.")
     kb: str = Field(default="default", min_length=1, description="Knowledge base the stream is bound to.")
 
@@ -95,9 +97,54 @@ class Settings(BaseSettings):
         default="keep_top_n",
         description="Offline reranking: retrieval order, or rescoring with the embedding model (bench/rerank.py compares them).",
     )
+    reranker_embedding_model: str | None = Field(
+        default=None, description="Embedding model of embedding_rescore (e.g. e5-small-q4); unset: KOTAE_EMBEDDING_MODEL."
+    )
     generator_model: str | None = Field(default=None, description="Chat model that drafts answers; unset: extractive.")
     verifier_model: str | None = Field(default=None, description="Chat model that checks drafts; unset: the offline method.")
     persona_file: Path | None = Field(default=None, description="Persona YAML (name, first person, tone, spoken length).")
+
+    # Evaluator
+    evaluator_model: str | None = Field(
+        default=None, description="Chat model that judges answers (faithfulness, relevancy, context precision); unset: the offline method."
+    )
+    evaluator_metrics_port: int = Field(
+        default=0, ge=0, le=65535, description="Port of the evaluator's Prometheus /metrics (rolling rates); 0: off."
+    )
+    evaluator_window: int = Field(default=200, ge=1, le=100_000, description="Evaluations per group behind each rolling rate.")
+
+    # Ingest
+    youtube_api_key: SecretStr | None = Field(default=None, description="YouTube Data API v3 key (read-only live chat).")
+    youtube_oauth_token: SecretStr | None = Field(default=None, description="OAuth 2.0 access token, instead of a key.")
+    youtube_base_url: str = Field(
+        default="https://www.googleapis.com/youtube/v3", description="YouTube Data API base URL (a local server in tests)."
+    )
+    youtube_quota_per_day: int = Field(default=10_000, ge=1, description="Daily quota units this poller may spend.")
+    youtube_list_cost: int = Field(default=5, ge=0, description="Quota units of one liveChatMessages.list call.")
+    youtube_video_cost: int = Field(default=1, ge=0, description="Quota units of one videos.list call.")
+    youtube_min_poll_s: float = Field(default=1.0, ge=0, description="Never poll faster than this, whatever the API says.")
+    youtube_spread_hours: float | None = Field(
+        default=None, gt=0, description="Spread the quota over this many hours from start; unset: the rest of the quota day."
+    )
+    youtube_backoff_s: float = Field(default=30.0, gt=0, description="First wait after quotaExceeded/rateLimitExceeded/5xx.")
+    youtube_max_backoff_s: float = Field(default=900.0, gt=0, description="Longest wait between retries.")
+    onecomme_url: str = Field(default="ws://127.0.0.1:11180/sub", description="OneComme's local WebSocket feed.")
+    ingest_kv_bucket: str = Field(default="kotae_ingest", min_length=1, description="JetStream KV bucket of ingest's state.")
+    author_salt: SecretStr | None = Field(
+        default=None, description="Salt of hashed author channel ids; unset: a random salt kept in KOTAE_DATA_DIR."
+    )
+    ingest_blocklist: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Blocked words or link patterns, comma-separated; matched on normalised text."
+    )
+    ingest_blocklist_file: Path | None = Field(default=None, description="File of blocked terms, one a line ('#' comments).")
+    triage_model: str | None = Field(
+        default=None, description="Chat model that classifies comments in batches; unset: the offline rules."
+    )
+    triage_batch_size: int = Field(default=16, ge=1, le=200, description="Comments per triage model call.")
+    merge_window_s: float = Field(default=180.0, ge=0, description="Near-duplicate questions within this many seconds merge.")
+    merge_similarity: float = Field(default=0.5, gt=0, le=1, description="Similarity at or above which two questions merge.")
+    admit_per_minute: int = Field(default=120, ge=0, description="Comments admitted per minute of chat; 0: no limit.")
+    stale_after_s: float = Field(default=120.0, gt=0, description="A question older than this (chat time) loses priority.")
 
     @field_validator("kb_bindings", mode="before")
     @classmethod
@@ -127,6 +174,13 @@ class Settings(BaseSettings):
                 except ValueError:
                     raise ValueError(f"expected 'provider:model=input/output' (USD per 1M tokens), got {item!r}") from None
             return prices
+        return value
+
+    @field_validator("ingest_blocklist", mode="before")
+    @classmethod
+    def _parse_blocklist(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [term.strip() for term in value.split(",") if term.strip()]
         return value
 
     def kb_for(self, stream_id: str) -> str:

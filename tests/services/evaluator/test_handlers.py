@@ -142,3 +142,36 @@ async def test_poison_is_dead_lettered_and_the_next_message_handled(
     HARNESS.assert_poison_letter(letter_seen, payload, comment_id)
     assert after.subject == subjects.EVALUATION
     assert EvaluationV1.model_validate(after.body).comment_id == "c-after"
+
+
+# --- the model judge on the bus -------------------------------------------------------------
+
+from faststream.nats import TestNatsBroker  # noqa: E402
+
+from tests.fakes.model_server import FakeModelServer  # noqa: E402
+
+
+async def test_a_judge_that_stays_down_gives_a_failed_evaluation_on_the_last_delivery(settings: Settings) -> None:
+    with FakeModelServer(default="500") as fake:
+        judged = settings.model_copy(update={"evaluator_model": f"compatible:{fake.url}/v1|judge", "model_timeout_s": 5.0})
+        broker, wire = HARNESS.stage_broker(judged)
+        a = verified("c-down")
+        async with TestNatsBroker(broker) as br:
+            last = HARNESS.js_reply(3, delivered=judged.max_deliver)
+            await br.publish(a.model_dump_json().encode(), HARNESS.in_subject, stream=HARNESS.in_stream,
+                             headers={"content-type": "application/json"}, reply_to=last)
+    out = wire.only()
+    assert out.subject == subjects.EVALUATION
+    evaluation = EvaluationV1.model_validate(out.body)
+    assert evaluation.status == "failed" and "judge unavailable" in (evaluation.error or "")
+    assert evaluation.model == "compatible:judge" and evaluation.mode == "model"
+    assert evaluation.faithfulness.value is None and evaluation.answer_relevancy.value is None
+
+
+async def test_a_judge_down_before_the_last_delivery_publishes_nothing_yet(settings: Settings) -> None:
+    with FakeModelServer(default="500") as fake:
+        judged = settings.model_copy(update={"evaluator_model": f"compatible:{fake.url}/v1|judge", "model_timeout_s": 5.0})
+        broker, wire = HARNESS.stage_broker(judged)
+        async with TestNatsBroker(broker) as br:
+            await HARNESS.send(br, verified("c-later").model_dump_json().encode(), seq=4)
+    assert [s.subject for s in wire.seen] == []  # left for a redelivery with backoff

@@ -102,3 +102,73 @@ def test_verified_answer_without_context_has_no_faithfulness_value() -> None:
     ev = evaluate(answer(docs=[]))
     assert ev.faithfulness.value is None
     assert ev.faithfulness.reason == "no retrieved context"
+
+
+# --- per-answer judgements (seed rules: cited, supported, timely, relevant, complete) ---------
+
+from datetime import date, datetime, timezone  # noqa: E402
+
+FARE_2025 = Evidence(
+    doc_id="bus-fare-2025", chunk_id="bus-2025#a", text="2025年のコミュニティバスの運賃は大人1回200円でした。",
+    lang="ja", valid_from=date(2025, 1, 1), valid_to=date(2025, 12, 31),
+)
+FARE_2027 = Evidence(
+    doc_id="bus-fare-2027", chunk_id="bus-2027#a", text="コミュニティバスの運賃は大人1回150円です。",
+    lang="ja", valid_from=date(2026, 11, 1), valid_to=None,
+)
+
+
+def fare_answer(text: str, doc: Evidence, *, at: datetime = datetime(2026, 11, 1, 9, 0, tzinfo=timezone.utc)) -> AnswerV1:
+    question = "コミュニティバスの運賃は大人1回いくら？"
+    c = CommentV1(comment_id="c2", stream_id="s1", author="viewer", text=question, normalized=question, published_at=at)
+    return answer(comment=c, answer=text, docs=[doc], citations=[Citation(n=1, doc_id=doc.doc_id)])
+
+
+def test_a_past_fact_correctly_quoted_is_not_timely_or_relevant_for_a_current_question() -> None:
+    ev = evaluate(fare_answer("2025年のコミュニティバスの運賃は大人1回200円でした[1]。", FARE_2025))
+    j = ev.judgement
+    assert j is not None
+    assert j.cited.value is True
+    assert j.supported.value is True  # the claim says what its evidence says…
+    assert j.timely.value is False and "2025-12-31" in (j.timely.reason or "")
+    assert j.relevant.value is False  # …but does not answer for 1 November 2026
+    assert j.complete.value is False
+
+
+def test_the_current_fact_is_timely_and_relevant() -> None:
+    ev = evaluate(fare_answer("コミュニティバスの運賃は大人1回150円です[1]。", FARE_2027))
+    j = ev.judgement
+    assert j is not None
+    assert (j.cited.value, j.supported.value, j.timely.value, j.relevant.value) == (True, True, True, True)
+    assert j.complete.value is None and j.complete.reason  # offline cannot tell without expected facts
+
+
+def test_one_unsupported_claim_makes_the_answer_unsupported() -> None:
+    ev = evaluate(answer(answer="0〜2歳児の保育料は月額1万5千円を上限にします[1]。保育料は月額3万円に上がります[1]。"))
+    assert [c.supported for c in ev.claims] == [True, False]
+    assert ev.judgement is not None and ev.judgement.supported.value is False
+    assert "3" in (ev.claims[1].reason or "")
+
+
+def test_an_uncited_answer_is_not_cited() -> None:
+    ev = evaluate(answer(citations=[], answer="0〜2歳児の保育料は月額1万5千円を上限にします。"))
+    assert ev.judgement is not None and ev.judgement.cited.value is False
+
+
+def test_a_claim_citing_only_an_faq_entry_is_unknown_not_unsupported() -> None:
+    ev = evaluate(answer(answer="保育料は無料です[2]。", citations=[Citation(n=2, doc_id="faq-fee")]))
+    assert [c.supported for c in ev.claims] == [None]
+    assert ev.judgement is not None and ev.judgement.supported.value is None
+    assert ev.faithfulness.value is None and ev.faithfulness.reason
+
+
+def test_every_metric_names_its_method_and_the_record_its_mode() -> None:
+    ev = evaluate(answer())
+    assert ev.mode == "offline"
+    assert {ev.faithfulness.method, ev.answer_relevancy.method, ev.context_precision.method} == {"lexical"}
+
+
+def test_a_comment_from_kotae_eval_carries_its_set_version() -> None:
+    c = comment().model_copy(update={"source": "eval:sample-1"})
+    assert evaluate(answer(comment=c)).set_version == "sample-1"
+    assert evaluate(answer()).set_version is None
