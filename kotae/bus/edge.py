@@ -324,9 +324,16 @@ class StageEdge:
                 outcome = "retry"
                 raise NackMessage(delay=delay) from exc
             outcome = "exhausted"
-            reason = f"gave up after {deliveries} deliveries: {_describe(exc)}"
-            await self._terminal_outcome(msg, reason)
-            await self.dead_letter(msg, error_type="exhausted", error=reason)
+            reason = f"gave up after {self.settings.max_deliver} deliveries: {_describe(exc)}"
+            try:
+                await self._terminal_outcome(msg, reason)
+                await self.dead_letter(msg, error_type="exhausted", error=reason)
+            except Exception as publish_exc:
+                # Storing the outcome failed too (the bus is electing a leader, say): try the
+                # give-up again on a later delivery. Message ids make the retry idempotent.
+                outcome = "retry"
+                log.warning("message.give_up_retry", error=_describe(publish_exc)[:300], deliveries=deliveries)
+                raise NackMessage(delay=self.retry_delay(self.settings.max_deliver)) from publish_exc
             return None
         finally:
             metrics.MESSAGES.labels(self.stage, outcome).inc()
@@ -342,10 +349,7 @@ class StageEdge:
             message = model.model_validate_json(msg.body)
         except (ValidationError, ValueError):
             return
-        try:
-            await handler(message, reason)
-        except Exception as exc:  # the dead letter that follows still keeps the input
-            log.error("message.outcome_failed", error=_describe(exc)[:300])
+        await handler(message, reason)
 
 
 def failed_answer(stage: str, message: BaseModel, reason: str) -> AnswerV1:

@@ -73,11 +73,18 @@ async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
 
 async def ensure_streams_at(url: str, settings: Settings) -> None:
     """Connect to ``url`` and declare the streams."""
-    nc = await nats.connect(url)
+    auth = {}
+    if settings.nats_user:
+        auth = {"user": settings.nats_user, "password": settings.nats_password.get_secret_value() if settings.nats_password else ""}
+    nc = await nats.connect(url, **auth)
     try:
         await ensure_streams(nc.jetstream(), settings)
     finally:
         await nc.drain()
+
+
+#: Deliveries JetStream allows beyond KOTAE_MAX_DELIVER for the give-up path itself.
+GIVE_UP_RETRIES = 10
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,10 @@ class ConsumerSpec:
             deliver_policy=DeliverPolicy.ALL,
             ack_policy=JsAckPolicy.EXPLICIT,
             ack_wait=settings.ack_wait_s,
-            max_deliver=settings.max_deliver,
+            # The edge gives up after KOTAE_MAX_DELIVER deliveries on its own (terminal
+            # outcome + dead letter). JetStream allows a few more, so a give-up whose own
+            # publish fails (e.g. during a leader election) is redelivered, not lost.
+            max_deliver=settings.max_deliver + GIVE_UP_RETRIES,
             max_ack_pending=max(1000, settings.inflight * 8),
         )
 

@@ -95,3 +95,40 @@ async def test_publishing_to_an_undeclared_subject_is_a_programming_error(settin
         assert "without declaring it" in str(exc)
     else:
         raise AssertionError("expected RuntimeError")
+
+
+async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: str, settings: Settings) -> None:
+    """Exhausted retries publish a terminal outcome; when that publish fails too, the input comes back."""
+    settings = settings.model_copy(update={"max_deliver": 2, "retry_backoff_s": 0.05})
+    await ensure_streams_at(nats_url, settings)
+    edge = StageEdge("retriever", settings)
+    router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1)
+    give_ups: list[str] = []
+
+    async def flaky_give_up(message: CommentV1, reason: str) -> None:
+        give_ups.append(reason)
+        if len(give_ups) == 1:
+            raise ConnectionError("no leader for the stream")  # like a publish during an election
+
+    edge.on_exhausted(CommentV1, flaky_give_up)
+
+    @router.subscriber(**edge.subscription())
+    async def handle(comment: CommentV1) -> None:
+        raise TransientError("backend down")
+
+    broker = NatsBroker(nats_url, logger=None)
+    broker.include_router(router)
+    await broker.start()
+    nc = await nats.connect(nats_url)
+    await nc.jetstream().publish(subjects.COMMENT, make_comment("g1", "質問"))
+    letters: list[dict] = []
+    for _ in range(100):
+        letters = await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.1)
+        if letters:
+            break
+    await broker.stop()
+    await nc.close()
+    assert len(give_ups) == 2  # the failed give-up, then the one that stored the outcome
+    assert all(r.startswith("gave up after 2 deliveries") for r in give_ups)
+    assert len(letters) == 1 and letters[0]["data"]["deliveries"] == 3
