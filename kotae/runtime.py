@@ -29,8 +29,15 @@ def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = 
     middlewares = []
     if tracer_provider is not None:
         middlewares.append(NatsTelemetryMiddleware(tracer_provider=tracer_provider))
+    security = None
+    if settings.nats_user:
+        from faststream.nats.security import NatsUserPassword
+
+        password = settings.nats_password.get_secret_value() if settings.nats_password else ""
+        security = NatsUserPassword(settings.nats_user, password)
     return NatsBroker(
         settings.nats_url or DEFAULT_NATS_URL,
+        security=security,
         logger=None,
         middlewares=middlewares,
         max_reconnect_attempts=-1,

@@ -33,7 +33,7 @@ def build_router(settings: Settings) -> NatsRouter:
         from kotae.knowledge.embeddings import embedder_for
 
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        embedder = embedder_for(settings.embedding_model, api_key=key)
+        embedder = embedder_for(settings.reranker_embedding_model or settings.embedding_model, api_key=key)
 
     async def rerank(retrieval: RetrievalV1) -> Reranked:
         if model is not None:
