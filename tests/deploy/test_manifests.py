@@ -1,0 +1,188 @@
+"""The deployment files parse, are current, and name exactly what the code has.
+
+Compose is validated against the compose specification and the Kubernetes
+objects against the Kubernetes schemas (both validators install from PyPI); the
+generated files (k8s objects, NATS values, dashboards, the settings env file)
+must equal what their builders produce now.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from kotae import envfile
+from kotae.bus.topology import CONSUMERS
+from kotae.metrics import METRIC_NAMES
+from kotae.settings import ENV_PREFIX, Settings
+from kotae.stack import STAGES
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+
+def _module(path: Path):  # noqa: ANN202
+    spec = importlib.util.spec_from_file_location(path.stem + "_builder", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _yaml_docs(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+
+
+# --- compose -------------------------------------------------------------------------
+
+
+def test_compose_is_valid_against_the_compose_spec() -> None:
+    exe = Path(sys.executable).parent / "check-jsonschema"
+    run = subprocess.run([str(exe), "--builtin-schema", "vendor.compose-spec", str(DEPLOY / "compose.yaml")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_compose_runs_every_stage_and_the_observability_stack() -> None:
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))["services"]
+    for stage in STAGES:
+        assert services[stage]["command"] == ["kotae", "serve", stage]
+        assert services[stage]["healthcheck"]["test"]
+        assert services[stage]["depends_on"]["nats"]["condition"] == "service_healthy"
+    assert {"nats", "nats-exporter", "qdrant", "otel-collector", "tempo", "prometheus", "grafana"} <= set(services)
+    assert "-jsz=all" in services["nats-exporter"]["command"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["prometheus/prometheus.yml", "otel/collector.yaml", "tempo/tempo.yaml",
+     "grafana/provisioning/datasources/datasources.yaml", "grafana/provisioning/dashboards/dashboards.yaml"],
+)
+def test_observability_configs_parse(path: str) -> None:
+    assert isinstance(yaml.safe_load((DEPLOY / path).read_text(encoding="utf-8")), dict)
+
+
+def test_prometheus_scrapes_every_stage_and_the_nats_exporter() -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text(encoding="utf-8"))
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    names = jobs["kotae"]["dns_sd_configs"][0]["names"]
+    assert set(STAGES) <= set(names)
+    assert jobs["nats"]["static_configs"][0]["targets"] == ["nats-exporter:7777"]
+
+
+# --- settings ------------------------------------------------------------------------
+
+
+def test_every_setting_appears_in_the_deployed_env_file_and_it_is_current() -> None:
+    text = (DEPLOY / "k8s/kotae.env").read_text(encoding="utf-8")
+    for name in Settings.model_fields:
+        assert re.search(rf"^(# )?{ENV_PREFIX}{name.upper()}=", text, re.M), f"{ENV_PREFIX}{name.upper()} missing"
+    assert text == "\n".join(envfile.env_lines()) + "\n", "regenerate: python -m kotae.envfile > deploy/k8s/kotae.env"
+
+
+def test_no_secret_has_a_value_in_the_env_file() -> None:
+    text = (DEPLOY / "k8s/kotae.env").read_text(encoding="utf-8")
+    for name in Settings.model_fields:
+        if envfile.is_secret(name):
+            assert not re.search(rf"^{ENV_PREFIX}{name.upper()}=", text, re.M)
+
+
+# --- kubernetes ----------------------------------------------------------------------
+
+
+def test_k8s_files_are_current() -> None:
+    builder = _module(DEPLOY / "k8s/build.py")
+    for path, text in builder.render().items():
+        assert path.read_text(encoding="utf-8") == text, f"regenerate: python deploy/k8s/build.py ({path.name})"
+
+
+@pytest.mark.parametrize("name", ["namespace.yaml", "stages.yaml", "secrets.example.yaml"])
+def test_k8s_objects_validate_against_the_kubernetes_schemas(name: str) -> None:
+    for doc in _yaml_docs(DEPLOY / "k8s" / name):
+        if doc["apiVersion"].startswith("keda.sh/"):
+            continue  # a custom resource: checked below
+        kubernetes_validate.validate(doc, "1.30.0", strict=True)
+
+
+def test_every_stage_has_a_deployment_and_a_scaler_on_its_own_consumer() -> None:
+    docs = _yaml_docs(DEPLOY / "k8s/stages.yaml")
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    scalers = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ScaledObject"}
+    for stage in STAGES:
+        container = deployments[f"kotae-{stage}"]["spec"]["template"]["spec"]["containers"][0]
+        assert container["command"] == ["kotae", "serve", stage]
+        assert {"livenessProbe", "readinessProbe", "startupProbe", "resources"} <= set(container)
+        trigger = scalers[f"kotae-{stage}"]["spec"]["triggers"][0]
+        assert trigger["type"] == "nats-jetstream"
+        assert trigger["metadata"]["stream"] == CONSUMERS[stage].stream
+        assert trigger["metadata"]["consumer"] == CONSUMERS[stage].durable
+        env = {e["name"] for e in container["env"]}
+        assert {"KOTAE_NATS_URL", "KOTAE_NATS_USER", "KOTAE_NATS_PASSWORD", "KOTAE_STREAM_REPLICAS"} <= env
+        for name in env:
+            assert name.removeprefix(ENV_PREFIX).lower() in Settings.model_fields, f"{name} is not a setting"
+
+
+def test_nats_users_may_publish_exactly_what_their_stage_declares() -> None:
+    builder = _module(DEPLOY / "k8s/build.py")
+    values = yaml.safe_load((DEPLOY / "k8s/nats-values.yaml").read_text(encoding="utf-8"))
+    users = {u["user"]: u for u in values["config"]["merge"]["accounts"]["KOTAE"]["users"]}
+    for stage, (published, _) in builder.stage_subjects().items():
+        allowed = [s for s in users[stage]["permissions"]["publish"]["allow"] if s.startswith("kotae.")]
+        assert sorted(allowed) == published
+    assert values["config"]["jetstream"]["merge"]["sync_interval"] == "always"
+    assert values["config"]["cluster"]["replicas"] == 3
+
+
+# --- dashboards ----------------------------------------------------------------------
+
+EXTERNAL_METRICS = {"jetstream_consumer_num_pending", "jetstream_consumer_num_ack_pending"}
+PROMQL_WORDS = {"sum", "by", "rate", "increase", "histogram_quantile", "le", "without", "avg", "max", "min", "count"}
+
+
+def _metric_names(expr: str) -> set[str]:
+    bare = re.sub(r'\{[^}]*\}|"[^"]*"|\[[^\]]*\]', "", expr)
+    words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", bare))
+    labels = set(re.findall(r"by \(([^)]*)\)", expr))
+    label_words = {w.strip() for group in labels for w in group.split(",")}
+    return words - PROMQL_WORDS - label_words
+
+
+def _exported() -> set[str]:
+    names = set(METRIC_NAMES) | EXTERNAL_METRICS
+    for name in list(METRIC_NAMES):
+        names |= {f"{name}_bucket", f"{name}_count", f"{name}_sum"}
+    from kotae.services.evaluator.metrics import RollingRates
+
+    for family in RollingRates().collect():  # the evaluator's rolling rates (their own registry)
+        names |= {family.name, f"{family.name}_total"}
+    return names
+
+
+def test_dashboards_are_current_and_query_only_exported_metrics() -> None:
+    builder = _module(DEPLOY / "grafana/build.py")
+    exported = _exported()
+    rendered = builder.render()
+    assert set(rendered) == {p.name for p in (DEPLOY / "grafana/dashboards").glob("*.json")}
+    for name, text in rendered.items():
+        on_disk = (DEPLOY / "grafana/dashboards" / name).read_text(encoding="utf-8")
+        assert on_disk == text, f"regenerate: python deploy/grafana/build.py ({name})"
+        dashboard = json.loads(on_disk)
+        queried = 0
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                if "expr" not in target:
+                    continue
+                names = _metric_names(target["expr"])
+                assert names, f"{name}: {panel['title']!r} queries no metric"
+                unknown = names - exported
+                assert not unknown, f"{name}: {panel['title']!r} queries {sorted(unknown)}, which nothing exports"
+                queried += 1
+        assert queried >= 4
+        assert any(p["datasource"]["type"] == "tempo" for p in dashboard["panels"]) or name == "cost.json"
