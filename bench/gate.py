@@ -6,7 +6,9 @@ real questions must be.
 Off-topic: the sample's labelled off-topic questions plus the chat lines below
 (greetings, reactions, questions about other things). Real questions: the
 sample's labelled answerable questions. Prints the share of each gated
-answer / clarify / no_match with the current thresholds.
+answer / clarify / no_match with the current thresholds, for the current fusion
+weights and for ranking without the dense search (``KOTAE_FUSION_DENSE=0``, the
+cosine the gate weighs then read from the kept hits' stored vectors).
 """
 
 from __future__ import annotations
@@ -47,20 +49,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(data_dir=Path(tmp))
         load_knowledge_base(load_records(samples / "kb"), "default", settings)
-        retriever = Retriever(settings)
         day = date(2026, 11, 30)
         rows = []
-        for label, texts in (("real questions", answerable), ("off-topic chat", offtopic)):
-            gates = Counter(retriever.retrieve(normalize(t), kb="default", day=day).gate for t in texts)
-            n = len(texts)
-            rows.append((label, n, gates["answer"] / n, gates["clarify"] / n, gates["no_match"] / n))
-        retriever.close()
+        variants = (
+            (f"fusion {settings.fusion_words:g} / {settings.fusion_chars:g} / {settings.fusion_dense:g}", settings),
+            (f"fusion {settings.fusion_words:g} / {settings.fusion_chars:g} / 0", settings.model_copy(update={"fusion_dense": 0.0})),
+        )
+        for name, variant in variants:
+            retriever = Retriever(variant)
+            try:
+                for label, texts in (("real questions", answerable), ("off-topic chat", offtopic)):
+                    gates = Counter(retriever.retrieve(normalize(t), kb="default", day=day).gate for t in texts)
+                    n = len(texts)
+                    rows.append((name, label, n, gates["answer"] / n, gates["clarify"] / n, gates["no_match"] / n))
+            finally:
+                retriever.close()
     print(f"Machine: {describe()}\n")
     print(f"Gate on the bundled sample (answer ≥ {settings.gate_answer}, clarify ≥ {settings.gate_clarify}):\n")
-    print("| comments | n | answer | clarify | no_match |")
-    print("|---|---:|---:|---:|---:|")
-    for label, n, a, c, m in rows:
-        print(f"| {label} | {n} | {a:.1%} | {c:.1%} | {m:.1%} |")
+    print("| ranking (words / chars / dense) | comments | n | answer | clarify | no_match |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, label, n, a, c, m in rows:
+        print(f"| {name} | {label} | {n} | {a:.1%} | {c:.1%} | {m:.1%} |")
 
 
 if __name__ == "__main__":

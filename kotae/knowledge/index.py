@@ -5,7 +5,8 @@ and the sparse lexical fields ``words`` and ``chars`` (see
 :mod:`kotae.knowledge.sparse`), plus a payload carrying everything a stage
 needs (text, source, slide, version, validity). A meta point per knowledge base
 records which embedding model and dimension built the index, the BM25
-parameters and the word document frequencies used by the gate.
+parameters, the word document frequencies used by the gate and the characters
+too common to be worth searching (see :func:`kotae.knowledge.sparse.common_terms`).
 
 Two backends with the same behaviour:
 
@@ -28,7 +29,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,7 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kotae.knowledge.embeddings import Embedder, check_same_model
-from kotae.knowledge.sparse import FIELDS, Bm25Params, doc_vector, query_vector, terms
+from kotae.knowledge.sparse import FIELDS, Bm25Params, common_terms, doc_vector, query_vector, terms
 from kotae.knowledge.store import Chunk, KnowledgeStore
 from kotae.knowledge.text import search_tokens
 
@@ -44,6 +45,9 @@ NAMESPACE = uuid.UUID("6f1c5d1e-8a57-4d0e-9d59-0d8c4b1b7a11")
 OPEN_FROM = 0
 OPEN_TO = 99_991_231
 EMBED_BATCH = 64
+# What an index holds and how it is searched; an index of another format is rebuilt by
+# the next ``kotae kb load``. 2: the meta records the common characters.
+INDEX_FORMAT = 2
 
 
 class IndexMissing(RuntimeError):
@@ -70,6 +74,8 @@ class IndexMeta:
     k1: float
     b: float
     built_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    common_chars: list[str] = field(default_factory=list)
+    format: int = 1  # the meta of an index built before formats were recorded has none
 
     def idf(self, term: str) -> float:
         n = max(self.chunks, 1)
@@ -105,11 +111,26 @@ class Scored:
     payload: dict[str, Any]
 
 
+# What a search returns of each point's payload: all that fusion and the cut to one hit
+# per document need. Reading whole payloads (the text above all) for every candidate of
+# every search cost more than the searches; the few hits kept are read in full afterwards.
+RANKING_PAYLOAD = ["doc_id", "chunk_id"]
+
+
 class Backend(Protocol):
     def write(self, kb: str, meta: IndexMeta, points: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None: ...
     def meta(self, kb: str) -> IndexMeta | None: ...
-    def search(self, searches: list[Search]) -> list[list[Scored]]: ...
+    def search(self, searches: list[Search]) -> list[list[Scored]]:
+        """Scored points of each search, best first, with only :data:`RANKING_PAYLOAD`."""
+        ...
+    def points(self, ids: list[str], *, dense: bool = False) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+        """The whole payload of each of these points (and its dense vector if asked), by point id."""
+        ...
     def close(self) -> None: ...
+
+
+def _dense_of(vectors: Any) -> list[float] | None:
+    return vectors.get("dense") if isinstance(vectors, dict) else None
 
 
 def _payload_meta(meta: IndexMeta) -> dict[str, Any]:
@@ -198,12 +219,18 @@ class EdgeBackend:
                     limit=s.limit,
                     query=qe.Query.Nearest(vector, using=s.using),
                     filter=self._filter(s),
-                    with_payload=True,
+                    with_payload=RANKING_PAYLOAD,
                     with_vector=False,
                 )
             )
         results = self.shard.query_batch(qe.QueryBatchRequest(requests))
         return [[Scored(str(p.id), float(p.score), dict(p.payload or {})) for p in result] for result in results]
+
+    def points(self, ids: list[str], *, dense: bool = False) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+        if not ids:
+            return {}
+        records = self.shard.retrieve(ids, with_payload=True, with_vector=["dense"] if dense else False)
+        return {str(r.id): (dict(r.payload or {}), _dense_of(r.vector) if dense else None) for r in records}
 
     def close(self) -> None:
         try:
@@ -301,9 +328,15 @@ class ServerBackend:
                 ]
             )
             query = m.SparseVector(indices=s.vector[0], values=s.vector[1]) if isinstance(s.vector, tuple) else s.vector
-            requests.append(m.QueryRequest(query=query, using=s.using, filter=flt, limit=s.limit, with_payload=True))
+            requests.append(m.QueryRequest(query=query, using=s.using, filter=flt, limit=s.limit, with_payload=RANKING_PAYLOAD))
         results = self.client.query_batch_points(self.collection, requests=requests)
         return [[Scored(str(p.id), float(p.score), dict(p.payload or {})) for p in r.points] for r in results]
+
+    def points(self, ids: list[str], *, dense: bool = False) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+        if not ids:
+            return {}
+        records = self.client.retrieve(self.collection, ids, with_payload=True, with_vectors=["dense"] if dense else False)
+        return {str(r.id): (dict(r.payload or {}), _dense_of(r.vector) if dense else None) for r in records}
 
     def close(self) -> None:
         self.client.close()
@@ -423,7 +456,7 @@ def build_points(
         points.append((point_id(kb, chunk.chunk_id), {"dense": vec.astype(np.float32).tolist(), **sparse}, chunk_payload(kb, chunk)))
     meta = IndexMeta(
         kb=kb, embedding_model=embedder.model_id, dim=dim, chunks=len(chunks), digest=digest,
-        avgdl=avgdl, df=df, k1=params.k1, b=params.b,
+        avgdl=avgdl, df=df, k1=params.k1, b=params.b, common_chars=common_terms(toks["chars"]), format=INDEX_FORMAT,
     )
     return meta, points, len(missing)
 
@@ -461,7 +494,7 @@ def build_index(
             backend.write(store.name, meta, points)
         finally:
             backend.close()
-        pointer = {"path": target.name, "digest": digest, "model": meta.embedding_model, "dim": meta.dim}
+        pointer = {"path": target.name, "digest": digest, "model": meta.embedding_model, "dim": meta.dim, "format": INDEX_FORMAT}
         tmp = store.dir / ".index.json.tmp"
         tmp.write_text(json.dumps(pointer) + "\n")
         tmp.replace(store.dir / "index.json")
@@ -556,6 +589,7 @@ class Hit:
     payload: dict[str, Any]
     score: float  # fused, for ranking
     signals: dict[str, float]  # raw score of each field (0 when the field did not find it)
+    point_id: str = ""
 
     @property
     def doc_id(self) -> str:
@@ -581,7 +615,7 @@ def fuse(results: dict[str, list[Scored]], weights: Weights) -> list[Hit]:
                 score += w * max(value, 0.0)
             elif top[f] > 0:
                 score += w * value / top[f]
-        hits.append(Hit(payload, score, signals))
+        hits.append(Hit(payload, score, signals, pid))
     hits.sort(key=lambda h: (-h.score, h.payload.get("chunk_id", "")))
     return hits
 
@@ -589,28 +623,42 @@ def fuse(results: dict[str, list[Scored]], weights: Weights) -> list[Hit]:
 class HybridSearcher:
     """Searches one knowledge base: lexical (words, chars) and dense, fused.
 
+    A signal whose weight is 0 is not searched. With ``cosines`` (the default) every
+    hit returned carries its embedding cosine to the query in ``signals["dense"]``
+    all the same — read from the hit's stored vector when dense was not searched —
+    because the retriever's gate needs it; ``cosines=False`` skips embedding the
+    query when dense is not searched.
+
     Example::
 
         searcher = HybridSearcher(backend, meta, embedder)
-        hits = searcher.search("保育料はいくら？", kind="doc", day=date.today(), top_k=5)
+        hits = searcher.search_many("保育料はいくら？", kinds=("doc",), day=date.today(), top_k=5)["doc"]
     """
 
-    def __init__(self, backend: Backend, meta: IndexMeta, embedder: Embedder, *, weights: Weights = Weights(), pool: int = 30) -> None:
+    def __init__(
+        self, backend: Backend, meta: IndexMeta, embedder: Embedder, *, weights: Weights = Weights(), pool: int = 30,
+        cosines: bool = True,
+    ) -> None:
         check_same_model(meta.embedding_model, meta.dim, embedder)
         self.backend = backend
         self.meta = meta
         self.embedder = embedder
         self.weights = weights
         self.pool = pool
+        self.cosines = cosines
+        self.common_chars = frozenset(meta.common_chars)
+
+    def embed(self, text: str) -> np.ndarray:
+        return self.embedder.embed([text], "query")[0].astype(np.float32)
 
     def query_vectors(self, text: str) -> dict[str, Any]:
         vectors: dict[str, Any] = {}
         if self.weights.words > 0:
             vectors["words"] = query_vector(terms("words", text))
         if self.weights.chars > 0:
-            vectors["chars"] = query_vector(terms("chars", text))
+            vectors["chars"] = query_vector([t for t in terms("chars", text) if t not in self.common_chars])
         if self.weights.dense > 0:
-            vectors["dense"] = self.embedder.embed([text], "query")[0].astype(np.float32).tolist()
+            vectors["dense"] = self.embed(text).tolist()
         return vectors
 
     def search_many(self, text: str, *, kinds: tuple[str, ...], day: date, top_k: int) -> dict[str, list[Hit]]:
@@ -622,10 +670,27 @@ class HybridSearcher:
             if not (isinstance(v, tuple) and not v[0])
         ]
         results = self.backend.search(searches) if searches else []
-        out: dict[str, list[Hit]] = {}
+        ranked: dict[str, list[Hit]] = {}
         for kind in kinds:
             per_field = {s.using: r for s, r in zip(searches, results) if s.kind == kind}
-            out[kind] = fuse(per_field, self.weights)[:top_k]
+            ranked[kind] = fuse(per_field, self.weights)[:top_k]
+        # Searches return only what ranking needs; the hits kept are read in full, with
+        # their stored vectors when the query's cosine to them is still to be computed.
+        rescore = self.cosines and "dense" not in vectors
+        kept = [h.point_id for hits in ranked.values() for h in hits]
+        full = self.backend.points(kept, dense=rescore)
+        query = self.embed(text) if rescore and kept else None
+        out: dict[str, list[Hit]] = {}
+        for kind, hits in ranked.items():
+            out[kind] = []
+            for h in hits:
+                if h.point_id not in full:  # deleted since the search
+                    continue
+                payload, vector = full[h.point_id]
+                signals = h.signals
+                if query is not None and vector is not None:
+                    signals = {**signals, "dense": float(np.dot(query, np.asarray(vector, dtype=np.float32)))}
+                out[kind].append(replace(h, payload=payload, signals=signals))
         return out
 
 
@@ -640,9 +705,14 @@ def index_is_current(store: KnowledgeStore, model_id: str, qdrant_url: str | Non
             meta = backend.meta(store.name)
         finally:
             backend.close()
-        return bool(meta and meta.digest == digest and meta.embedding_model == model_id)
+        return bool(meta and meta.digest == digest and meta.embedding_model == model_id and meta.format == INDEX_FORMAT)
     try:
         pointer = json.loads((store.dir / "index.json").read_text())
     except (OSError, ValueError):
         return False
-    return pointer.get("digest") == digest and pointer.get("model") == model_id and (store.dir / pointer["path"]).is_dir()
+    return (
+        pointer.get("digest") == digest
+        and pointer.get("model") == model_id
+        and pointer.get("format", 1) == INDEX_FORMAT
+        and (store.dir / pointer["path"]).is_dir()
+    )

@@ -5,7 +5,11 @@ by Qdrant — BM25 over Sudachi words, BM25 over character uni/bigrams, and the
 embedding similarity — fused as a weighted sum of per-query max-scaled scores
 (``KOTAE_FUSION_*``). Only chunks valid on the comment's date and of the
 knowledge base its stream is bound to are searched (both are in the query's
-filter). Documents and FAQ are searched separately.
+filter). Documents and FAQ are searched separately. With
+``KOTAE_FUSION_DENSE=0`` the dense search is skipped (it adds nothing to the
+ranking on JSQuAD and costs two of the six searches); the comment is still
+embedded and every hit kept still carries its cosine, read from its stored
+vector, for the gate.
 
 The gate scores the best document and the best FAQ entry by
 ``0.5 × coverage + 0.5 × similarity``: coverage is the IDF-weighted share of the

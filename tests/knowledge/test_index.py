@@ -17,10 +17,13 @@ import pytest
 
 from kotae.knowledge.embeddings import EmbeddingMismatch, embedder_for
 from kotae.knowledge.index import (
+    INDEX_FORMAT,
     OPEN_TO,
+    RANKING_PAYLOAD,
     BuildReport,
     EdgeBackend,
     HybridSearcher,
+    IndexMeta,
     IndexMissing,
     Scored,
     Search,
@@ -36,7 +39,7 @@ from kotae.knowledge.index import (
 )
 from kotae.knowledge.loading import load_knowledge_base
 from kotae.knowledge.records import KBRecord
-from kotae.knowledge.sparse import FIELDS
+from kotae.knowledge.sparse import FIELDS, term_id
 from kotae.knowledge.store import KnowledgeStore
 from kotae.settings import load_settings
 
@@ -155,6 +158,14 @@ def test_open_embedded_opens_a_private_copy(built) -> None:  # type: ignore[no-u
         second.close()
 
 
+def test_searches_return_what_ranking_needs_and_kept_hits_are_read_in_full(edge: HybridSearcher) -> None:
+    (scored,) = edge.backend.search([Search("words", edge.query_vectors("保育料")["words"], "tiny", "doc", NOW, 10)])
+    assert scored and all(set(s.payload) == set(RANKING_PAYLOAD) for s in scored)
+    hit = edge.search_many("保育料", kinds=("doc",), day=NOW, top_k=1)["doc"][0]
+    assert hit.payload["text"].startswith("保育料は月額") and hit.payload["title"] == "子育て支援"
+    assert hit.point_id == point_id("tiny", hit.payload["chunk_id"])
+
+
 def test_open_embedded_without_an_index_names_the_knowledge_base(tmp_path: Path) -> None:
     store = KnowledgeStore(tmp_path, "never-built")
     store.load(RECORDS[:1])
@@ -245,12 +256,27 @@ def test_a_query_without_lexical_terms_is_searched_by_embedding_only(edge: Hybri
 def test_weights_choose_the_fields_searched(edge: HybridSearcher) -> None:
     assert Weights().fields == ["words", "chars", "dense"]
     assert Weights(chars=0).fields == ["words", "dense"]
-    fake = FakeEmbedder(USE, 512)  # never called when dense weighs nothing
-    lexical = HybridSearcher(edge.backend, edge.meta, fake, weights=Weights(words=1.0, chars=0.5, dense=0.0))
+    fake = FakeEmbedder(USE, 512)  # never called when dense weighs nothing and no cosine is wanted
+    lexical = HybridSearcher(edge.backend, edge.meta, fake, weights=Weights(words=1.0, chars=0.5, dense=0.0), cosines=False)
     assert set(lexical.query_vectors("保育料")) == {"words", "chars"}
     hits = lexical.search_many("保育料", kinds=("doc",), day=NOW, top_k=3)["doc"]
     assert hits[0].doc_id == "childcare" and fake.calls == 0
     assert "dense" not in hits[0].signals
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_hits_ranked_without_dense_still_carry_their_cosine(edge: HybridSearcher, query: str) -> None:
+    """The gate needs the cosine of the best hits: read from their stored vectors, it equals the searched one."""
+    lexical = HybridSearcher(edge.backend, edge.meta, edge.embedder, weights=Weights(words=0.75, chars=1.0, dense=0.0))
+    searched = {h.point_id: h for h in edge.search_many(query, kinds=("doc", "faq"), day=NOW, top_k=10)["doc"]}
+    hits = lexical.search_many(query, kinds=("doc", "faq"), day=NOW, top_k=10)["doc"]
+    assert hits
+    for hit in hits:
+        assert hit.payload["text"] and set(hit.signals) >= {"dense"}
+        if hit.point_id in searched:
+            assert hit.signals["dense"] == pytest.approx(searched[hit.point_id].signals["dense"], abs=1e-4)
+    # ranked by the lexical signals alone
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_a_searcher_refuses_an_embedder_of_another_model(edge: HybridSearcher) -> None:
@@ -323,6 +349,72 @@ def test_index_is_current_after_a_build_and_stale_after_a_change(tmp_path: Path,
     assert (store.dir / f"embeddings-{USE}.npz").exists()
 
 
+def test_an_index_of_an_older_format_is_rebuilt_by_the_next_load(tmp_path: Path) -> None:
+    settings = load_settings(data_dir=tmp_path)
+    load_knowledge_base(RECORDS, "default", settings)
+    store = KnowledgeStore(settings.kb_dir, "default")
+    pointer_path = store.dir / "index.json"
+    pointer = json.loads(pointer_path.read_text())
+    assert pointer["format"] == INDEX_FORMAT
+    del pointer["format"]  # as written before formats were recorded
+    pointer_path.write_text(json.dumps(pointer))
+    assert not index_is_current(store, USE, None)
+    # still searchable until then ...
+    backend, _ = open_embedded(store)
+    try:
+        assert backend.meta("default") is not None
+    finally:
+        backend.close()
+    # ... and the next load rebuilds it
+    assert load_knowledge_base(RECORDS, "default", settings)["index"]["rebuilt"] is True
+    assert index_is_current(store, USE, None)
+
+
+def test_the_meta_of_an_older_index_still_reads() -> None:
+    old = {
+        "kb": "kb", "embedding_model": USE, "dim": 512, "chunks": 1, "digest": "d", "avgdl": {"words": 1.0, "chars": 2.0},
+        "df": {"保育料": 1}, "k1": 0.5, "b": 0.9, "built_at": "2026-11-01T00:00:00+00:00",
+    }
+    meta = IndexMeta(**old)
+    assert (meta.format, meta.common_chars) == (1, [])
+
+
+def test_common_characters_are_left_out_of_queries_on_a_large_knowledge_base(tmp_path: Path) -> None:
+    """A particle in every chunk decides nothing and costs the longest posting list: not searched."""
+    fake = FakeEmbedder()
+    filler = [KBRecord(id=f"item-{i}", kind="doc", title="", text=f"項目{i}の話です。") for i in range(520)]
+    target = KBRecord(id="childcare", kind="doc", title="", text="保育料の上限は月額1万5千円です。")
+    store = KnowledgeStore(tmp_path, "large")
+    store.load([*filler, target])
+    build_index(store, fake)
+    backend, _ = open_embedded(store)
+    try:
+        meta = backend.meta("large")
+        assert meta is not None and meta.format == INDEX_FORMAT
+        assert "の" in meta.common_chars and "保" not in meta.common_chars
+        searcher = HybridSearcher(backend, meta, fake, weights=Weights(words=0.75, chars=1.0, dense=0.0))
+        ids, _ = searcher.query_vectors("保育料の上限")["chars"]
+        assert term_id("の") not in ids and {term_id("保育"), term_id("上限")} <= set(ids)
+        assert searcher.search_many("保育料の上限", kinds=("doc",), day=NOW, top_k=1)["doc"][0].doc_id == "childcare"
+    finally:
+        backend.close()
+    # a small knowledge base searches every character
+    assert edge_meta_common_chars(tmp_path) == []
+
+
+def edge_meta_common_chars(tmp_path: Path) -> list[str]:
+    store = KnowledgeStore(tmp_path, "small")
+    store.load(RECORDS)
+    build_index(store, FakeEmbedder())
+    backend, _ = open_embedded(store)
+    try:
+        meta = backend.meta("small")
+        assert meta is not None
+        return meta.common_chars
+    finally:
+        backend.close()
+
+
 def test_a_second_build_of_the_same_content_embeds_nothing(tmp_path: Path, use) -> None:  # type: ignore[no-untyped-def]
     store = KnowledgeStore(tmp_path, "kb")
     store.load(RECORDS)
@@ -381,16 +473,43 @@ def test_server_backend_agrees_with_the_embedded_backend(tmp_path: Path, built, 
     try:
         meta = backend.meta("tiny")
         assert meta is not None and meta.digest == store.digest() and meta.df == edge.meta.df
-        server = HybridSearcher(backend, meta, use)
-        for day in (NOW, EARLIER):
-            for query in QUERIES:
-                a = server.search_many(query, kinds=("doc", "faq"), day=day, top_k=3)
-                b = edge.search_many(query, kinds=("doc", "faq"), day=day, top_k=3)
-                for kind in ("doc", "faq"):
-                    assert doc_ids(a[kind]) == doc_ids(b[kind]), (query, day, kind)
-                    assert [h.score for h in a[kind]] == pytest.approx([h.score for h in b[kind]], rel=1e-3, abs=1e-4)
+        lexical = Weights(words=0.75, chars=1.0, dense=0.0)
+        pairs = [
+            (HybridSearcher(backend, meta, use), edge),
+            (HybridSearcher(backend, meta, use, weights=lexical), HybridSearcher(edge.backend, edge.meta, use, weights=lexical)),
+        ]
+        for server, embedded in pairs:
+            for day in (NOW, EARLIER):
+                for query in QUERIES:
+                    a = server.search_many(query, kinds=("doc", "faq"), day=day, top_k=3)
+                    b = embedded.search_many(query, kinds=("doc", "faq"), day=day, top_k=3)
+                    for kind in ("doc", "faq"):
+                        assert doc_ids(a[kind]) == doc_ids(b[kind]), (query, day, kind)
+                        assert [h.score for h in a[kind]] == pytest.approx([h.score for h in b[kind]], rel=1e-3, abs=1e-4)
+                        assert [h.signals.get("dense") for h in a[kind]] == pytest.approx(
+                            [h.signals.get("dense") for h in b[kind]], abs=1e-4
+                        )
+                        assert [h.payload for h in a[kind]] == [h.payload for h in b[kind]]
     finally:
         backend.close()
+
+
+def test_server_backend_rebuilds_an_index_of_an_older_format(tmp_path: Path, built, use) -> None:  # type: ignore[no-untyped-def]
+    store, _ = built
+    url = str(tmp_path / "qdrant")
+    build_index(store, use, qdrant_url=url)
+    assert index_is_current(store, USE, url)
+    backend = ServerBackend.connect(url, "kotae_chunks")
+    try:
+        meta = backend.meta("tiny")
+        assert meta is not None and meta.format == INDEX_FORMAT
+        old = {k: v for k, v in json.loads(json.dumps(meta.__dict__)).items() if k not in ("format", "common_chars")}
+        backend.client.set_payload("kotae_chunks", {"meta": json.dumps(old)}, points=[point_id("tiny", "__meta__")])
+    finally:
+        backend.close()
+    assert not index_is_current(store, USE, url)
+    build_index(store, use, qdrant_url=url)
+    assert index_is_current(store, USE, url)
 
 
 def test_server_backend_keeps_knowledge_bases_apart_in_one_collection(tmp_path: Path, use) -> None:  # type: ignore[no-untyped-def]

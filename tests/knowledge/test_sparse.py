@@ -8,7 +8,7 @@ import sys
 import pytest
 from hypothesis import given, strategies as st
 
-from kotae.knowledge.sparse import FIELDS, Bm25Params, char_terms, doc_vector, query_vector, term_id, terms
+from kotae.knowledge.sparse import FIELDS, Bm25Params, char_terms, common_terms, doc_vector, query_vector, term_id, terms
 from kotae.knowledge.text import search_tokens
 
 P = Bm25Params()
@@ -132,3 +132,19 @@ def test_query_vector_dedupes_and_weights_each_term_one() -> None:
 
 def test_query_vector_of_nothing_is_empty() -> None:
     assert query_vector([]) == ([], [])
+
+
+# --- common terms ---------------------------------------------------------------------------
+
+
+def test_common_terms_are_those_in_more_than_half_the_chunks() -> None:
+    chunks = [["の", "は", "バス"], ["の", "は", "保育料"], ["の", "運賃"], ["バス", "運賃"]]
+    assert common_terms(chunks, share=0.5, min_chunks=1) == ["の"]  # は and バス: exactly half, not more
+    assert common_terms(chunks, share=0.25, min_chunks=1) == ["の", "は", "バス", "運賃"]
+
+
+def test_a_small_knowledge_base_has_no_common_terms() -> None:
+    # in a handful of chunks even a frequent term may be the one that tells two apart
+    chunks = [["の", "バス"], ["の", "保育料"], ["の", "運賃"]]
+    assert common_terms(chunks, min_chunks=500) == []
+    assert common_terms(chunks * 200) == ["の"]  # 600 chunks

@@ -429,3 +429,21 @@ def test_ask_back_in_english() -> None:
     assert ask_back(["Nursery fees"], "en") == 'Do you mean "Nursery fees"?'
     assert ask_back(["Nursery fees", "Bus fares"], "en") == 'Do you mean "Nursery fees" or "Bus fares"?'
     assert ask_back(["A", "B", "C"], "en") == 'Do you mean "A", "B" or "C"?'
+
+
+# --- ranking without the dense search -----------------------------------------------------------
+
+
+def test_ranked_by_words_and_characters_alone_the_gate_still_sees_the_cosine(sample_settings: Settings) -> None:
+    """KOTAE_FUSION_DENSE=0 drops the dense search, not the embedding similarity the gate weighs."""
+    lexical = Retriever(sample_settings.model_copy(update={"fusion_dense": 0.0}))
+    try:
+        answered = [lexical.retrieve(q["text"], kb="default", day=STREAM_DAY).gate for q in ANSWERABLE]
+        assert sum(g in ("answer", "clarify") for g in answered) / len(ANSWERABLE) >= 0.9
+        assert all(lexical.retrieve(q["text"], kb="default", day=STREAM_DAY).gate == "no_match" for q in OFFTOPIC)
+        result = lexical.retrieve("保育料っていくらになるの", kb="default", day=STREAM_DAY)
+        assert result.gate == "answer" and result.docs[0].doc_id == "childcare-2027"
+        hit = lexical.searcher("default").search_many("保育料っていくらになるの", kinds=("doc",), day=STREAM_DAY, top_k=1)["doc"][0]
+        assert 0.0 < hit.signals["dense"] <= 1.0
+    finally:
+        lexical.close()
