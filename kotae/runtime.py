@@ -36,7 +36,7 @@ def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = 
         password = settings.nats_password.get_secret_value() if settings.nats_password else ""
         security = NatsUserPassword(settings.nats_user, password)
     return NatsBroker(
-        settings.nats_url or DEFAULT_NATS_URL,
+        settings.nats_servers or [DEFAULT_NATS_URL],
         security=security,
         logger=None,
         middlewares=middlewares,

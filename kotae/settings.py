@@ -183,6 +183,11 @@ class Settings(BaseSettings):
             return [term.strip() for term in value.split(",") if term.strip()]
         return value
 
+    @property
+    def nats_servers(self) -> list[str]:
+        """KOTAE_NATS_URL as a list: one URL, or several separated by commas (a cluster's seed nodes)."""
+        return servers_of(self.nats_url or "")
+
     def kb_for(self, stream_id: str) -> str:
         """The knowledge base a stream is bound to."""
         return self.kb_bindings.get(stream_id, self.kb)
@@ -202,6 +207,11 @@ class Settings(BaseSettings):
     @property
     def jetstream_dir(self) -> Path:
         return self.data_dir / "jetstream"
+
+
+def servers_of(url: str) -> list[str]:
+    """``nats://a:4222,nats://b:4222`` → ``['nats://a:4222', 'nats://b:4222']``."""
+    return [part.strip() for part in url.split(",") if part.strip()]
 
 
 def load_settings(**overrides: object) -> Settings:

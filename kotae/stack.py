@@ -22,7 +22,7 @@ from nats.js.errors import NotFoundError
 from kotae.bus.embedded import EmbeddedNats
 from kotae.bus.topology import CONSUMERS, ensure_streams
 from kotae.logs import get_logger
-from kotae.settings import Settings
+from kotae.settings import Settings, servers_of
 
 STAGES = ("retriever", "reranker", "generator", "verifier", "evaluator")
 
@@ -98,7 +98,7 @@ class Stack:
     async def start(self, timeout: float = 90.0) -> str:
         """Start the server and every stage; return once each stage is pulling."""
         self.start_server()
-        nc = await nats.connect(self.url)
+        nc = await nats.connect(servers=servers_of(self.url))
         try:
             js = nc.jetstream()
             await ensure_streams(js, self.settings)

@@ -16,6 +16,7 @@ out). This module owns the promises around it:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from kotae import metrics
 from kotae.bus.topology import CONSUMERS, ConsumerSpec
-from kotae.contracts import AnswerV1, DeadLetterV1, subjects
+from kotae.contracts import AnswerV1, CommentV1, DeadLetterV1, subjects
 from kotae.settings import Settings
 from kotae.tracing import current_trace_id
 
@@ -95,7 +96,9 @@ def _payload_text(body: bytes) -> tuple[str, str]:
 
 def _ids_from(body: bytes) -> tuple[str | None, str | None]:
     try:
-        data = json.loads(body)
+        # Decode strictly first: json.loads(bytes) would turn invalid UTF-8 into lone
+        # surrogates, and a dead letter carrying them could not be stored.
+        data = json.loads(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None, None
     if not isinstance(data, dict):
@@ -183,6 +186,23 @@ class StageEdge:
 
         self.on_exhausted(model, publish_failed)
 
+    @property
+    def payload_limit(self) -> int:
+        """Largest input accepted: KOTAE_MAX_PAYLOAD_BYTES for comments; 4x that between stages.
+
+        Messages between stages carry their evidence texts, so they are legitimately
+        larger than the comment they began as (the streams accept up to 4x).
+        """
+        if self.consumer.subject == subjects.COMMENT:
+            return self.settings.max_payload_bytes
+        return self.settings.max_payload_bytes * 4
+
+    @property
+    def _limit_rule(self) -> str:
+        if self.consumer.subject == subjects.COMMENT:
+            return "KOTAE_MAX_PAYLOAD_BYTES"
+        return "4 x KOTAE_MAX_PAYLOAD_BYTES between stages"
+
     def final_attempt(self) -> bool:
         """True while handling the last delivery a message gets before it is given up."""
         delivered, allowed = _attempt.get()
@@ -213,11 +233,14 @@ class StageEdge:
         if publisher is None:
             raise RuntimeError(f"{self.stage} publishes to {subject!r} without declaring it with output()")
         comment_id = getattr(message, "comment_id", None) or "-"
+        # Every answer outcome of a stage shares one id, so two handlings of the same input
+        # (a redelivery racing a slow first attempt) can never store two different outcomes.
+        id_subject = subjects.ANSWER_PREFIX if subject.startswith(subjects.ANSWER_PREFIX + ".") else subject
         await publisher.publish(
             message.model_dump_json().encode(),
             stream=subjects.stream_of(subject),
             headers={
-                "Nats-Msg-Id": msg_id(comment_id, origin_of(message), self.stage, subject),
+                "Nats-Msg-Id": msg_id(comment_id, origin_of(message), self.stage, id_subject),
                 "content-type": "application/json",
             },
             correlation_id=comment_id,
@@ -300,11 +323,14 @@ class StageEdge:
         outcome = "ok"
         try:
             body = msg.body if isinstance(msg.body, bytes | bytearray) else b""
-            if len(body) > self.settings.max_payload_bytes:
-                raise PoisonError(
-                    f"payload of {len(body)} bytes exceeds KOTAE_MAX_PAYLOAD_BYTES={self.settings.max_payload_bytes}"
-                )
-            result = await call_next(msg)
+            limit = self.payload_limit
+            if len(body) > limit:
+                raise PoisonError(f"payload of {len(body)} bytes exceeds {limit} bytes ({self._limit_rule})")
+            keepalive = asyncio.create_task(self._keep_in_progress(msg))
+            try:
+                result = await call_next(msg)
+            finally:
+                keepalive.cancel()
             log.debug("message.handled", deliveries=_deliveries(msg))
             return result
         except NackMessage:
@@ -341,6 +367,16 @@ class StageEdge:
             _attempt.reset(token)
             structlog.contextvars.unbind_contextvars("stage", "comment_id")
 
+    async def _keep_in_progress(self, msg: StreamMessage[Any]) -> None:
+        """Tell JetStream the message is still being worked on, so a slow model call is not redelivered."""
+        interval = max(0.5, self.settings.ack_wait_s / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await msg.raw_message.in_progress()
+            except Exception:  # not a JetStream message, or the connection is gone: redelivery decides
+                return
+
     async def _terminal_outcome(self, msg: StreamMessage[Any], reason: str) -> None:
         if self._exhausted is None:
             return
@@ -354,7 +390,7 @@ class StageEdge:
 
 def failed_answer(stage: str, message: BaseModel, reason: str) -> AnswerV1:
     """The ``failed`` outcome of a comment whose ``stage`` gave up on ``message``."""
-    comment = getattr(message, "comment")
+    comment = message if isinstance(message, CommentV1) else getattr(message, "comment")
     return AnswerV1(
         comment_id=getattr(message, "comment_id"),
         stream_id=getattr(message, "stream_id"),

@@ -23,7 +23,7 @@ from nats.js.api import (
 from nats.js.errors import BadRequestError, NotFoundError
 
 from kotae.contracts import subjects
-from kotae.settings import Settings
+from kotae.settings import Settings, servers_of
 
 DAY = 24 * 3600.0
 
@@ -76,7 +76,7 @@ async def ensure_streams_at(url: str, settings: Settings) -> None:
     auth = {}
     if settings.nats_user:
         auth = {"user": settings.nats_user, "password": settings.nats_password.get_secret_value() if settings.nats_password else ""}
-    nc = await nats.connect(url, **auth)
+    nc = await nats.connect(servers=servers_of(url), **auth)
     try:
         await ensure_streams(nc.jetstream(), settings)
     finally:

@@ -22,6 +22,7 @@ def build_router(settings: Settings, retriever: Retriever | None = None) -> Nats
     edge.output(subjects.RETRIEVAL, RetrievalV1, "Evidence for a comment that passed the gate.")
     edge.output(subjects.answer("clarify"), AnswerV1, "Ask-back naming the candidate topics.")
     edge.output(subjects.answer("unanswered"), AnswerV1, "No evidence good enough (no_match).")
+    edge.fail_on_exhausted(CommentV1)
     state: dict[str, object] = {}
     lock = asyncio.Lock()
 
@@ -45,7 +46,9 @@ def build_router(settings: Settings, retriever: Retriever | None = None) -> Nats
         store = await clarifications(js)
         common = {"comment_id": comment.comment_id, "stream_id": comment.stream_id}
         pending = await store.get(comment.stream_id, comment.author) if comment.author else None
-        if pending is not None and pending.kb == kb:
+        # An ask-back stored by this very comment is not a reply to it: a redelivery after a
+        # crash must ask back again (deduplicated), not answer itself.
+        if pending is not None and pending.kb == kb and pending.comment_id != comment.comment_id:
             chosen = pick_candidates(comment.normalized, pending)
             if chosen:
                 joined = comment.model_copy(update={"normalized": f"{pending.question} {comment.normalized}"})

@@ -1,9 +1,11 @@
 """The verifier's model method: a separate prompt classifies the draft against the evidence.
 
 The model sees the numbered evidence (documents, then FAQ) and the draft, and
-returns ``{"verdict": 0-3, "findings": [...]}``. The programmatic citation check
-runs as well and its findings always count: a draft citing a block that does
-not exist, or making an uncited claim, is rejected whatever the model says.
+returns ``{"verdict": 0-3, "findings": [...]}``. Programmatic checks run as well
+and their findings always count, whatever the model says: the citation check (a
+block that does not exist, an uncited claim) and a lexical floor (a number the
+cited blocks do not hold, or a sentence sharing under half its content words
+with them) — so a fooled verifier model cannot pass an injected slogan.
 
 It fails closed. A reply that is not that JSON is asked again
 (``KOTAE_MODEL_REASK`` times); if it still is not, or the model stays
@@ -16,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kotae.citations import Block, citation_check, numbered_blocks
+from kotae.citations import Block, cited_numbers, citation_check, numbered_blocks, strip_markers
+from kotae.grounding import support
+from kotae.knowledge.text import split_sentences
 from kotae.contracts import DraftV1, ModelCall
 from kotae.prompts import load_prompt
 from kotae.providers import BadReply, ChatModel, parse_json_object
@@ -74,6 +78,30 @@ def read_verdict(text: str) -> tuple[int, list[str]]:
     return verdict, reasons
 
 
+#: Share of a cited sentence's content words that its cited blocks must hold even when a
+#: model judged it: a paraphrase keeps most of them; an injected slogan or endorsement does not.
+LEXICAL_FLOOR = 0.5
+
+
+def lexical_floor_findings(draft_text: str, blocks: list[Block]) -> list[str]:
+    """What a fooled verifier model cannot let through: numbers absent from the cited
+    blocks, or a sentence that shares under half its content words with them."""
+    by_n = {b.n: b for b in blocks}
+    reasons = []
+    for sentence in split_sentences(draft_text):
+        cited = [by_n[n] for n in cited_numbers(sentence) if n in by_n]
+        if not cited:
+            continue  # uncited sentences are the citation check's
+        bare = strip_markers(sentence)
+        result = support(bare, [b.text for b in cited])
+        refs = "".join(f"[{b.n}]" for b in cited)
+        if result.missing_numbers:
+            reasons.append(f"{bare!r}: number(s) {', '.join(result.missing_numbers)} not in {refs}")
+        elif result.terms and result.ratio < LEXICAL_FLOOR:
+            reasons.append(f"{bare!r}: only {result.ratio:.0%} of its content words are in {refs}")
+    return reasons
+
+
 def citation_findings(draft: DraftV1, block_count: int) -> list[str]:
     check = citation_check(draft.answer, block_count)
     reasons = [f"[{n}] cites no evidence block (there are {block_count})" for n in check.unknown_ids]
@@ -86,7 +114,7 @@ async def model_verify(draft: DraftV1, model: ChatModel, *, reask: int, prompt_v
     blocks = numbered_blocks(list(draft.docs), list(draft.faq))
     system = load_prompt(PROMPTS, prompt_version)
     user = render_user(draft.answer, blocks)
-    programmatic = citation_findings(draft, len(blocks))
+    programmatic = citation_findings(draft, len(blocks)) + lexical_floor_findings(draft.answer, blocks)
     calls: list[ModelCall] = []
     problem = ""
     for _ in range(1 + reask):

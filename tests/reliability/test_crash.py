@@ -69,12 +69,6 @@ async def test_every_stage_sigkilled_in_turn_mid_replay_keeps_every_promise(chao
     assert figures.outcomes.get("verified", 0) > 0 and figures.outcomes.get("dropped", 0) > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="retriever: a redelivered comment that was asked back finds its own pending ask-back and is "
-    "answered as the viewer's reply, so the comment ends both 'clarify' and 'verified' "
-    "(services/retriever/handlers.py, on_comment)",
-)
 async def test_a_comment_redelivered_after_its_ask_back_gets_one_outcome(nats_url: str, loaded_settings: Settings) -> None:
     """The retriever stores an ask-back, then dies before its ack; the redelivery must not answer it again.
 

@@ -92,13 +92,6 @@ async def test_a_complying_generator_is_stopped_by_the_offline_verifier(nats_url
     assert_nothing_hostile_was_said(ledger)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with a model verifier, the only programmatic check is the citation check (services/verifier/model.py "
-    "citation_findings: unknown [N], uncited sentences); a manipulated draft that puts [1] after a false number "
-    "or an endorsement is verified whenever the verifier model is fooled too — the offline support check "
-    "(numbers and content words missing from the cited block) is not applied",
-)
 async def test_a_complying_generator_is_stopped_even_when_the_model_verifier_is_fooled(
     nats_url: str, chaos_loaded: Settings
 ) -> None:

@@ -108,13 +108,6 @@ async def test_losing_the_node_that_leads_the_pipeline_stream_loses_nothing(tmp_
     assert followers == [True, True], "the returning node caught up with the replicated stream"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=nats.errors.Error,
-    reason="KOTAE_NATS_URL with comma-separated servers is passed to nats-py as one URL string "
-    "(kotae/runtime.py make_broker, kotae/bus/topology.py ensure_streams_at, kotae/stack.py Stack.start), "
-    "which rejects it: 'nats: invalid connect url option'",
-)
 async def test_a_comma_separated_server_list_in_kotae_nats_url_is_accepted(tmp_path: Path, replicated: Settings) -> None:
     with NatsCluster(tmp_path / "cluster") as cluster:
         url = ",".join(cluster.urls)

@@ -121,7 +121,7 @@ async def test_off_topic_comment_is_unanswered(settings: Settings) -> None:
     assert answer.comment == c
     assert answer.answer is None
     assert answer.methods == {"retriever": "hybrid"}
-    assert out.headers["Nats-Msg-Id"] == f"c-2:{c.message_id}:{STAGE}:{subjects.answer('unanswered')}"
+    assert out.headers["Nats-Msg-Id"] == f"c-2:{c.message_id}:{STAGE}:{subjects.ANSWER_PREFIX}"  # one id for any outcome
 
 
 async def test_vague_comment_asks_back_naming_the_candidates(settings: Settings) -> None:
@@ -179,8 +179,9 @@ async def test_poison_is_dead_lettered_and_the_next_message_handled(
     assert RetrievalV1.model_validate(after.body).comment_id == "c-after"
 
 
-async def test_missing_knowledge_base_is_retried_then_dead_lettered_as_exhausted(tmp_path: Path) -> None:
-    """KnowledgeBaseMissing is transient: nacked (nothing published) until the last delivery."""
+async def test_missing_knowledge_base_is_retried_then_fails_the_comment_and_dead_letters_it(tmp_path: Path) -> None:
+    """KnowledgeBaseMissing is transient: nacked (nothing published) until the last delivery,
+    then the comment ends ``failed`` with the reason and the input is dead-lettered."""
     settings = load_settings(data_dir=tmp_path, inflight=1, max_deliver=3)  # no knowledge base loaded
     broker, wire = HARNESS.stage_broker(settings)
     c = comment("保育料っていくらになるの", comment_id="c-nokb")
@@ -191,9 +192,10 @@ async def test_missing_knowledge_base_is_retried_then_dead_lettered_as_exhausted
             assert wire.seen == []
         await br.publish(body, IN_SUBJECT, stream=IN_STREAM, reply_to=HARNESS.js_reply(3, delivered=3))
 
-    out = wire.only()
-    assert out.subject == subjects.deadletter(STAGE)
-    letter = DeadLetterV1.model_validate(out.body)
+    assert [s.subject for s in wire.seen] == [subjects.answer("failed"), subjects.deadletter(STAGE)]
+    failed = AnswerV1.model_validate(wire.seen[0].body)
+    assert failed.outcome == "failed" and "KnowledgeBaseMissing" in (failed.reason or "")
+    letter = DeadLetterV1.model_validate(wire.seen[1].body)
     assert letter.error_type == "exhausted"
     assert letter.deliveries == 3
     assert "KnowledgeBaseMissing" in letter.error
@@ -204,7 +206,11 @@ async def test_missing_knowledge_base_is_retried_then_dead_lettered_as_exhausted
 
 async def test_unbound_stream_of_an_unloaded_knowledge_base_is_dead_lettered_naming_it(kb_dir: Path) -> None:
     settings = load_settings(data_dir=kb_dir, inflight=1, max_deliver=1, kb_bindings="stream-x=campaign-x")
-    out = await HARNESS.only_output(settings, comment("保育料", stream_id="stream-x"))
+    broker, wire = HARNESS.stage_broker(settings)
+    async with TestNatsBroker(broker) as br:
+        await HARNESS.send(br, comment("保育料", stream_id="stream-x").model_dump_json().encode(), seq=1)
+    failed, out = wire.seen
+    assert "campaign-x" in (AnswerV1.model_validate(failed.body).reason or "")
     letter = DeadLetterV1.model_validate(out.body)
     assert letter.error_type == "exhausted"
     assert "campaign-x" in letter.error
