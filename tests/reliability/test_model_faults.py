@@ -99,9 +99,8 @@ async def test_random_model_faults_never_lose_a_comment_or_verify_an_unchecked_d
     assert figures.unchecked_verified == 0, ledger.problems()
     assert figures.terminal == len(comments)
     answers = [ledger.final(c.id) for c in comments]
-    # Faults show as the promised outcomes, not as silence: some comments failed or were rejected fail-closed...
-    assert any(a.outcome == "failed" or (a.reason or "").startswith("verifier_unavailable") for a in answers)
-    # ...and the honest replies still got through.
+    # Whether any comment used up its retries depends on how the random faults fell (the
+    # invariants above hold either way); the honest replies must still get through.
     assert any(a.outcome == "verified" for a in answers)
     for a in answers:
         if a.outcome == "verified":
