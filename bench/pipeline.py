@@ -1,0 +1,602 @@
+"""Capacity: many comments in flight, against the floor and against a one-at-a-time pipeline.
+
+    python bench/pipeline.py [--comments 1500] [--rate 60] [--latency-ms 500] [--soak-min 0] [--write]
+
+One run, on this machine:
+
+1. **pipeline** — the real stack (nats-server, every stage its own process). The
+   reranker, generator and verifier call a local fake model server (its own
+   process) that answers after ``--latency-ms`` (three hot-path calls a comment).
+   ``--comments`` answerable comments arrive at ``--rate`` per second. Printed:
+   sustained comments/s, end-to-end latency p50/p95/p99, the latency kotae itself
+   adds per stage (time from a stage's input to its output, minus that stage's
+   model calls), CPU seconds and peak RSS per process, consumer lag over time (PNG).
+2. **floor** — raw nats-py: the same messages through the same number of
+   JetStream hops (publish, pull, ack, publish the next) doing no work.
+3. **one at a time** — the same stage logic called in sequence in one process for
+   each comment, the way a single web handler would.
+4. **scaling** — a CPU-bound stage as the bottleneck (the retriever embedding
+   every comment with e5, texts made unique so nothing is cached, every other
+   stage offline, comments as fast as they can be published): throughput with
+   1, 2 and 3 retriever replicas.
+5. ``--soak-min N`` — N minutes at the sustained rate, RSS of every process
+   sampled; growth = RSS at the end vs after the first minute.
+
+Ratios between these, from the same run, are the result; absolute numbers depend
+on the machine (printed with it). ``--write`` replaces the capacity section of
+docs/benchmarks.md with this run's tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import describe  # noqa: E402
+
+import nats  # noqa: E402
+from nats.js.api import ConsumerConfig, DeliverPolicy  # noqa: E402
+
+import kotae.samples  # noqa: E402
+from kotae.bus.topology import CONSUMERS, ensure_streams  # noqa: E402
+from kotae.contracts import AnswerV1, CommentV1, DraftV1, RerankV1, RetrievalV1, subjects  # noqa: E402
+from kotae.knowledge.loading import load_knowledge_base  # noqa: E402
+from kotae.knowledge.records import load_records  # noqa: E402
+from kotae.settings import Settings, load_settings  # noqa: E402
+from kotae.stack import STAGES, Stack  # noqa: E402
+
+DOCS = ROOT / "docs" / "benchmarks.md"
+SECTION = "## Capacity (`bench/pipeline.py`)"
+HOT_STAGES = ("retriever", "reranker", "generator", "verifier")
+SOAK_HEADER = ["process", "RSS at 1 min MB", "RSS at half-time MB", "RSS at end MB", "end vs 1 min", "end vs half-time"]
+
+
+# --- the fake model server, in its own process ---------------------------------------
+
+FAKE = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from tests.fakes.model_server import FakeModelServer, stage_responder
+
+with FakeModelServer(responder=stage_responder, delay_s=float(sys.argv[2])) as fake:
+    print(fake.url, flush=True)
+    while True:
+        time.sleep(3600)
+"""
+
+
+def start_fake_model(latency_s: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", FAKE, str(ROOT), str(latency_s)], stdout=subprocess.PIPE, text=True)
+    url = proc.stdout.readline().strip() if proc.stdout else ""
+    if not url.startswith("http"):
+        proc.kill()
+        raise RuntimeError("the fake model server did not start")
+    return proc, url
+
+
+# --- comments ------------------------------------------------------------------------
+
+
+def questions() -> list[str]:
+    lines = (Path(kotae.samples.__file__).parent / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [q["text"] for q in map(json.loads, lines) if q["kind"] == "answerable"]
+
+
+def comment(i: int, text: str, run: str) -> CommentV1:
+    lang = "en" if text.isascii() else "ja"
+    return CommentV1(
+        comment_id=f"{run}-{i}", stream_id="bench", author=f"viewer-{i % 97}", text=text, normalized=text, lang=lang,
+        published_at=datetime.now(timezone.utc),
+    )
+
+
+# --- process accounting (/proc) -------------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except OSError:
+        return float("nan")
+
+
+def rss_mb(pid: int, key: str = "VmRSS") -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def processes(stack: Stack) -> dict[str, int]:
+    out = {f"{stage}-{i}": p.pid for stage, procs in stack.processes.items() for i, p in enumerate(procs)}
+    if stack.server and stack.server.process:
+        out["nats-server"] = stack.server.process.pid
+    out["driver (this process)"] = os.getpid()
+    return out
+
+
+# --- driving the stack ---------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    sent: dict[str, float] = field(default_factory=dict)
+    done: dict[str, float] = field(default_factory=dict)
+    answers: dict[str, AnswerV1] = field(default_factory=dict)
+    lag: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def throughput(self) -> float:
+        return len(self.done) / max(1e-9, self.finished - self.started)
+
+    def latencies(self) -> list[float]:
+        return sorted(self.done[c] - self.sent[c] for c in self.done)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+async def drive(url: str, comments: list[CommentV1], rate: float, *, timeout: float, watch_lag: bool = True) -> Run:
+    """Publish ``comments`` at ``rate`` per second (0: as fast as possible) and wait for every outcome."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    run = Run()
+    all_done = asyncio.Event()
+    wanted = {c.comment_id for c in comments}
+
+    async def on_answer(msg: Any) -> None:
+        answer = AnswerV1.model_validate_json(msg.data)
+        if answer.comment_id in wanted and answer.comment_id not in run.done:
+            run.done[answer.comment_id] = time.time()
+            run.answers[answer.comment_id] = answer
+            if len(run.done) == len(wanted):
+                all_done.set()
+
+    last = (await js.stream_info(subjects.STREAM_ANSWERS)).state.last_seq
+    sub = await js.subscribe(subjects.ANSWER_ALL, cb=on_answer, ordered_consumer=True,
+                             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=last + 1))
+
+    async def sample_lag() -> None:
+        while not all_done.is_set():
+            row = {}
+            for stage in HOT_STAGES:
+                spec = CONSUMERS[stage]
+                info = await js.consumer_info(spec.stream, spec.durable)
+                row[stage] = (info.num_pending or 0) + (info.num_ack_pending or 0)
+            run.lag.append((time.time() - run.started, row))
+            await asyncio.sleep(0.5)
+
+    run.started = time.time()
+    sampler = asyncio.create_task(sample_lag()) if watch_lag else None
+    interval = 1.0 / rate if rate > 0 else 0.0
+    for i, c in enumerate(comments):
+        if interval:
+            delay = run.started + i * interval - time.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        c = c.model_copy(update={"created_at": datetime.now(timezone.utc)})
+        run.sent[c.comment_id] = time.time()
+        await js.publish(subjects.COMMENT, c.model_dump_json().encode(), headers={"Nats-Msg-Id": f"{c.comment_id}:{c.message_id}"})
+    try:
+        await asyncio.wait_for(all_done.wait(), timeout)
+    except asyncio.TimeoutError:
+        print(f"# {len(wanted) - len(run.done)} comments without an outcome after {timeout:.0f}s", file=sys.stderr)
+    run.finished = max(run.done.values(), default=time.time())
+    if sampler:
+        sampler.cancel()
+    await sub.unsubscribe()
+    await nc.close()
+    return run
+
+
+async def hop_times(url: str, ids: set[str]) -> dict[str, list[float]]:
+    """Per stage, seconds from its input message's creation to its output's, minus its model calls."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    created: dict[tuple[str, str], datetime] = {}
+    models = {"retrieval.v1": RetrievalV1, "rerank.v1": RerankV1, "draft.v1": DraftV1}
+    sub = await js.subscribe(">", stream=subjects.STREAM_PIPELINE, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
+    while True:
+        try:
+            msg = await sub.next_msg(timeout=2)
+        except (asyncio.TimeoutError, nats.errors.TimeoutError):
+            break
+        kind = json.loads(msg.data).get("schema_version")
+        message = models[kind].model_validate_json(msg.data)
+        if message.comment_id in ids:
+            created[(message.comment_id, kind)] = message.created_at
+            created[(message.comment_id, "comment.v1")] = message.comment.created_at
+    await nc.close()
+    return created  # type: ignore[return-value]
+
+
+def added_latency(created: dict[tuple[str, str], datetime], answers: dict[str, AnswerV1]) -> dict[str, list[float]]:
+    chain = [("retriever", "comment.v1", "retrieval.v1"), ("reranker", "retrieval.v1", "rerank.v1"),
+             ("generator", "rerank.v1", "draft.v1"), ("verifier", "draft.v1", "answer.v1")]
+    out: dict[str, list[float]] = {stage: [] for stage, _, _ in chain}
+    for cid, answer in answers.items():
+        stamps = {kind: created.get((cid, kind)) for kind in ("comment.v1", "retrieval.v1", "rerank.v1", "draft.v1")}
+        stamps["answer.v1"] = answer.created_at
+        for stage, a, b in chain:
+            if stamps[a] is None or stamps[b] is None:
+                continue
+            model_s = sum((c.latency_ms or 0) for c in answer.model_calls if c.stage == stage) / 1000
+            out[stage].append((stamps[b] - stamps[a]).total_seconds() - model_s)
+    return out
+
+
+# --- the floor: raw JetStream hops doing no work ---------------------------------------
+
+
+async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4) -> tuple[float, list[float]]:
+    """Throughput and per-hop latency of ``hops`` publish→pull→ack→publish steps with no work."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    name = f"FLOOR_{uuid.uuid4().hex[:6]}"
+    await js.add_stream(name=name, subjects=[f"floor.{name}.>"])
+    per_hop: list[float] = []
+    done = asyncio.Event()
+    finished: list[float] = []
+
+    async def worker(h: int) -> None:
+        psub = await js.pull_subscribe(f"floor.{name}.{h}", durable=f"hop{h}", stream=name)
+        while not done.is_set():
+            try:
+                msgs = await psub.fetch(64, timeout=0.5)
+            except (asyncio.TimeoutError, nats.errors.TimeoutError):
+                continue
+            for m in msgs:
+                sent = float(m.headers["t"])
+                now = time.time()
+                per_hop.append(now - sent)
+                if h + 1 < hops:
+                    await js.publish(f"floor.{name}.{h + 1}", m.data, headers={"t": repr(now)})
+                else:
+                    finished.append(now)
+                    if len(finished) == len(payloads):
+                        done.set()
+                await m.ack()
+
+    workers = [asyncio.create_task(worker(h)) for h in range(hops)]
+    await asyncio.sleep(0.5)
+    started = time.time()
+    interval = 1.0 / rate if rate > 0 else 0.0
+    for i, data in enumerate(payloads):
+        if interval:
+            delay = started + i * interval - time.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        await js.publish(f"floor.{name}.0", data, headers={"t": repr(time.time())})
+    try:
+        await asyncio.wait_for(done.wait(), 120)
+    finally:
+        done.set()
+        for w in workers:
+            w.cancel()
+        await js.delete_stream(name)
+        await nc.close()
+    return len(finished) / max(1e-9, max(finished, default=started) - started), sorted(per_hop)
+
+
+# --- one at a time ---------------------------------------------------------------------
+
+
+async def one_at_a_time(settings: Settings, texts: list[str], n: int) -> float:
+    """Comments per second when each comment runs every stage's logic in sequence in this process."""
+    from kotae.providers import ChatModel
+    from kotae.services.generator.model import model_answer
+    from kotae.services.generator.persona import load_persona
+    from kotae.services.reranker.logic import model_rerank
+    from kotae.services.retriever.logic import Retriever
+    from kotae.services.verifier.model import model_verify
+
+    retriever = Retriever(settings)
+    ranker = ChatModel.from_settings(settings, settings.reranker_model or "", setting="KOTAE_RERANKER_MODEL")
+    writer = ChatModel.from_settings(settings, settings.generator_model or "", setting="KOTAE_GENERATOR_MODEL")
+    checker = ChatModel.from_settings(settings, settings.verifier_model or "", setting="KOTAE_VERIFIER_MODEL")
+    persona = load_persona(settings.persona_file)
+    started = time.perf_counter()
+    for i in range(n):
+        c = comment(i, texts[i % len(texts)], "seq")
+        found = retriever.retrieve(c.normalized, kb=settings.kb, day=c.published_at.date())
+        retrieval = RetrievalV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, gate=found.gate,
+                                top_score=found.top_score, docs=found.docs, faq=found.faq, method=found.method)
+        ranked = await model_rerank(retrieval, ranker, n=settings.top_n, reask=0, final_attempt=True)
+        rerank = RerankV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=ranked.docs, faq=ranked.faq,
+                          method=ranked.method, slide=ranked.slide)
+        draft = await model_answer(c, rerank, writer, persona, max_sentences=settings.max_answer_sentences)
+        draft_msg = DraftV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=rerank.docs, faq=rerank.faq,
+                            answer=draft.answer, speech=draft.speech, citations=draft.citations,
+                            citation_check=draft.check, method=draft.method)
+        await model_verify(draft_msg, checker, reask=0)  # the evaluator is off the hot path in both designs
+    return n / (time.perf_counter() - started)
+
+
+# --- reporting -------------------------------------------------------------------------
+
+
+def lag_png(run: Run, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for stage in HOT_STAGES:
+        ax.plot([t for t, _ in run.lag], [row[stage] for _, row in run.lag], label=stage)
+    ax.set_xlabel("seconds since the first comment")
+    ax.set_ylabel("messages waiting or in flight")
+    ax.set_title("Consumer lag during the pipeline run")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- main ------------------------------------------------------------------------------
+
+
+def env_for(settings_env: dict[str, str]) -> None:
+    for key, value in settings_env.items():
+        os.environ[key] = value
+
+
+async def soak_only(args: argparse.Namespace) -> str:
+    """Just the soak: the pipeline at ``--rate`` for ``--soak-min`` minutes, RSS per process."""
+    work = Path(tempfile.mkdtemp(prefix="kotae-soak-"))
+    fake, fake_url = start_fake_model(args.latency_ms / 1000)
+    base = f"compatible:{fake_url}/v1|"
+    env_for({"KOTAE_RERANKER_MODEL": base + "ranker", "KOTAE_GENERATOR_MODEL": base + "writer", "KOTAE_VERIFIER_MODEL": base + "checker",
+             "KOTAE_INFLIGHT": str(args.inflight), "KOTAE_MODEL_CONCURRENCY": str(args.inflight), "KOTAE_LOG_LEVEL": "warning",
+             "KOTAE_MODEL_TIMEOUT_S": "30", "KOTAE_DATA_DIR": str(work)})
+    try:
+        settings = load_settings()
+        load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
+        stack = Stack(settings)
+        url = await stack.start()
+        rows = await soak(url, stack, questions(), args)
+        stack.stop()
+    finally:
+        fake.kill()
+    return "\n".join([f"Machine: {describe()}", "", f"Soak: {args.soak_min:g} min at {args.rate:g}/s, model calls {args.latency_ms} ms; "
+                      "RSS of every process:", "", table(SOAK_HEADER, rows)])
+
+
+async def main_async(args: argparse.Namespace) -> str:
+    if args.soak_only:
+        return await soak_only(args)
+    if args.scaling_only:
+        rows = await scale_stage(Path(tempfile.mkdtemp(prefix="kotae-scale-")), questions(), args)
+        return table(["retriever replicas", "comments/s", "× one replica"], [[str(n), f"{r:.1f}", f"{r / rows[0][1]:.2f}"] for n, r in rows])
+    out: list[str] = [f"Machine: {describe()}", ""]
+    work = Path(tempfile.mkdtemp(prefix="kotae-capacity-"))
+    fake, fake_url = start_fake_model(args.latency_ms / 1000)
+    base = f"compatible:{fake_url}/v1|"
+    model_env = {
+        "KOTAE_RERANKER_MODEL": base + "ranker", "KOTAE_GENERATOR_MODEL": base + "writer", "KOTAE_VERIFIER_MODEL": base + "checker",
+        "KOTAE_INFLIGHT": str(args.inflight), "KOTAE_MODEL_CONCURRENCY": str(args.inflight), "KOTAE_LOG_LEVEL": "warning",
+        "KOTAE_MODEL_TIMEOUT_S": "30",
+    }
+    texts = questions()
+    try:
+        # 1. the pipeline
+        env_for({**model_env, "KOTAE_DATA_DIR": str(work / "pipeline")})
+        settings = load_settings()
+        load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
+        stack = Stack(settings)
+        url = await stack.start()
+        pids = processes(stack)
+        cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
+        run_id = uuid.uuid4().hex[:6]
+        warm = [comment(i, texts[i % len(texts)], f"warm{run_id}") for i in range(40)]
+        await drive(url, warm, 20, timeout=120, watch_lag=False)
+        comments = [comment(i, texts[i % len(texts)], run_id) for i in range(args.comments)]
+        run = await drive(url, comments, args.rate, timeout=max(120.0, 4 * args.comments / max(args.rate, 1)))
+        cpu1 = {k: cpu_seconds(p) for k, p in pids.items()}
+        peak = {k: rss_mb(p, "VmHWM") for k, p in pids.items()}
+        created = await hop_times(url, set(run.done))
+        added = added_latency(created, run.answers)
+        lat = run.latencies()
+        outcomes = {o: sum(a.outcome == o for a in run.answers.values()) for o in sorted({a.outcome for a in run.answers.values()})}
+        lag_png(run, ROOT / "docs" / "capacity-lag.png")
+        soak_rows: list[list[str]] = []
+        if args.soak_min > 0:
+            soak_rows = await soak(url, stack, texts, args)
+        stack.stop()
+
+        # 2. the floor, same payload size, same rate, four hops
+        sample = comments[0].model_dump_json().encode()
+        env_for({"KOTAE_DATA_DIR": str(work / "floor")})
+        floor_stack = Stack(load_settings(), stages=())
+        floor_url = floor_stack.start_server()
+        floor_rate, floor_hops = await floor(floor_url, [sample] * args.comments, args.rate)
+        floor_stack.stop()
+
+        # 3. one at a time
+        seq_rate = await one_at_a_time(settings, texts, args.sequential)
+
+        # 4. scaling a CPU-bound stage
+        scaling = await scale_stage(work, texts, args)
+    finally:
+        fake.kill()
+
+    out += [f"Pipeline: {args.comments} answerable comments offered at {args.rate:g}/s; model calls (reranker, "
+            f"generator, verifier) answer after {args.latency_ms} ms; KOTAE_INFLIGHT={args.inflight}.", ""]
+    hop_floor = pct(floor_hops, 0.5)
+    rows = [
+        ["pipeline (every stage its own process)", f"{run.throughput:.1f}", f"{pct(lat, .5):.2f}", f"{pct(lat, .95):.2f}", f"{pct(lat, .99):.2f}"],
+        ["floor: raw JetStream, 4 hops, no work", f"{floor_rate:.1f}", f"{4 * hop_floor:.3f}", f"{4 * pct(floor_hops, .95):.3f}", f"{4 * pct(floor_hops, .99):.3f}"],
+        ["one at a time (same logic, sequential, one process)", f"{seq_rate:.2f}", f"{1 / seq_rate:.2f}", "–", "–"],
+    ]
+    out += [table(["run", "comments/s", "e2e p50 s", "e2e p95 s", "e2e p99 s"], rows), ""]
+    out += [f"Outcomes: {', '.join(f'{k} {v}' for k, v in outcomes.items())}; {len(run.done)}/{args.comments} ended.",
+            f"Pipeline ÷ one at a time: {run.throughput / seq_rate:.1f}×.", ""]
+    hop_rows = []
+    for stage in HOT_STAGES:
+        values = sorted(added[stage])
+        hop_rows.append([stage, f"{1000 * pct(values, .5):.1f}", f"{1000 * pct(values, .95):.1f}",
+                         f"{pct(values, .5) / hop_floor:.1f}×" if hop_floor > 0 else "–"])
+    out += ["Latency kotae adds per stage (input message created → output created, minus the stage's model calls), "
+            f"against the floor's per-hop latency ({1000 * hop_floor:.1f} ms p50, {1000 * pct(floor_hops, .95):.1f} ms p95):", ""]
+    out += [table(["stage", "added p50 ms", "added p95 ms", "p50 ÷ floor hop"], hop_rows), ""]
+    out += ["CPU and memory per process during the measured run:", ""]
+    out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
+    out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
+    out += [f"Scaling a CPU-bound stage: the retriever embedding each (unique) comment with {args.scale_embedding} "
+            "(every other stage offline; comments published as fast as possible):", ""]
+    base_rate = scaling[0][1]
+    out += [table(["retriever replicas", "comments/s", "× one replica"], [[str(n), f"{r:.1f}", f"{r / base_rate:.2f}"] for n, r in scaling]), ""]
+    if soak_rows:
+        out += [f"Soak: {args.soak_min} min at {args.rate:g}/s; RSS of every process:", ""]
+        out += [table(SOAK_HEADER, soak_rows), ""]
+    return "\n".join(out)
+
+
+async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) -> list[tuple[int, float]]:
+    """Throughput with 1, 2, 3 replicas of a CPU-bound retriever (e5 query embeddings), the rest offline.
+
+    Each comment's text is made unique, so no embedding comes from a cache: every
+    comment costs the retriever a full e5 forward pass.
+    """
+    results = []
+    for replicas in (1, 2, 3):
+        env_for({"KOTAE_DATA_DIR": str(work / f"scale{replicas}"), "KOTAE_RERANKER_MODEL": "", "KOTAE_GENERATOR_MODEL": "",
+                 "KOTAE_VERIFIER_MODEL": "", "KOTAE_INFLIGHT": "4", "KOTAE_EMBEDDING_MODEL": args.scale_embedding})
+        settings = load_settings()
+        load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
+        stack = Stack(settings, stages=tuple(s for s in STAGES if s != "evaluator"))
+        url = await stack.start()
+        for _ in range(replicas - 1):
+            stack.spawn("retriever")
+        await wait_for_replicas(url, "retriever", replicas)
+        run_id = uuid.uuid4().hex[:6]
+
+        def unique(i: int, prefix: str) -> CommentV1:
+            return comment(i, f"{texts[i % len(texts)]} ({prefix}{i})", prefix + run_id)
+
+        await drive(url, [unique(i, "w") for i in range(6 * replicas)], 0, timeout=300, watch_lag=False)
+        pids = processes(stack)
+        cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
+        run = await drive(url, [unique(i, "m") for i in range(args.scale_comments)], 0, timeout=900, watch_lag=False)
+        per = {k: 1000 * (cpu_seconds(p) - cpu0[k]) / max(1, len(run.done)) for k, p in pids.items()}
+        print(f"# {replicas} replica(s): CPU ms per comment " + ", ".join(f"{k} {v:.0f}" for k, v in per.items()), file=sys.stderr)
+        results.append((replicas, run.throughput))
+        stack.stop()
+    env_for({"KOTAE_EMBEDDING_MODEL": "use-multilingual-v3"})
+    return results
+
+
+async def wait_for_replicas(url: str, stage: str, replicas: int, timeout: float = 180.0) -> None:
+    """Until ``replicas`` processes of ``stage`` are pulling from its consumer."""
+    nc = await nats.connect(url)
+    spec = CONSUMERS[stage]
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            info = await nc.jetstream().consumer_info(spec.stream, spec.durable)
+            if (info.num_waiting or 0) >= replicas:
+                return
+            await asyncio.sleep(0.2)
+    finally:
+        await nc.close()
+
+
+async def soak(url: str, stack: Stack, texts: list[str], args: argparse.Namespace) -> list[list[str]]:
+    """RSS of every process sampled every 30 s while comments arrive at ``--rate``.
+
+    Growth compares the end with the first minute (warm-up: pools, caches and the
+    peak of in-flight work reach their size) and, separately, the second half of
+    the run with its middle: a leak keeps growing there, a plateau does not.
+    """
+    pids = processes(stack)
+    total = int(args.soak_min * 60 * args.rate)
+    run_id = uuid.uuid4().hex[:6]
+    comments = [comment(i, texts[i % len(texts)], f"soak{run_id}") for i in range(total)]
+    samples: list[tuple[float, dict[str, float]]] = []
+    started = time.monotonic()
+
+    async def sample() -> None:
+        while True:
+            samples.append((time.monotonic() - started, {k: rss_mb(p) for k, p in pids.items()}))
+            await asyncio.sleep(30)
+
+    sampler = asyncio.create_task(sample())
+    await drive(url, comments, args.rate, timeout=args.soak_min * 60 + 300, watch_lag=False)
+    sampler.cancel()
+    samples.append((time.monotonic() - started, {k: rss_mb(p) for k, p in pids.items()}))
+    after_warmup = next((row for t, row in samples if t >= 60), samples[-1][1])
+    middle = next((row for t, row in samples if t >= samples[-1][0] / 2), samples[-1][1])
+    end = samples[-1][1]
+    return [
+        [k, f"{after_warmup[k]:.0f}", f"{middle[k]:.0f}", f"{end[k]:.0f}", f"{100 * (end[k] / after_warmup[k] - 1):+.1f}%",
+         f"{100 * (end[k] / middle[k] - 1):+.1f}%"]
+        for k in pids
+    ]
+
+
+def write_section(text: str) -> None:
+    doc = DOCS.read_text(encoding="utf-8")
+    body = f"{SECTION}\n\n`python bench/pipeline.py` — written by the script.\n\n{text}\n"
+    if SECTION in doc:
+        start = doc.index(SECTION)
+        nxt = doc.find("\n## ", start + len(SECTION))
+        doc = doc[:start] + body + (doc[nxt + 1:] if nxt >= 0 else "")
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + body
+    DOCS.write_text(doc, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comments", type=int, default=1500)
+    parser.add_argument("--rate", type=float, default=60.0, help="arrival rate, comments per second")
+    parser.add_argument("--latency-ms", type=int, default=500, help="latency of one fake model call")
+    parser.add_argument("--inflight", type=int, default=128, help="KOTAE_INFLIGHT of every stage")
+    parser.add_argument("--sequential", type=int, default=8, help="comments through the one-at-a-time pipeline")
+    parser.add_argument("--scale-comments", type=int, default=300)
+    parser.add_argument("--scale-embedding", default="e5-small-q4", help="embedding model of the CPU-bound retriever (pip install kotae[e5])")
+    parser.add_argument("--scaling-only", action="store_true", help="run only the scaling part")
+    parser.add_argument("--soak-min", type=float, default=0.0)
+    parser.add_argument("--soak-only", action="store_true", help="run only the soak (with --soak-min, --rate)")
+    parser.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
+    args = parser.parse_args()
+    text = asyncio.run(main_async(args))
+    print(text)
+    if args.write:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()
