@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe  # noqa: E402
+from retrieval import load_jsquad as jsquad  # noqa: E402
 
 import kotae.samples  # noqa: E402
 from kotae.contracts import Evidence  # noqa: E402
@@ -40,18 +41,6 @@ from kotae.settings import load_settings  # noqa: E402
 
 ALPHAS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0]
 DAY = date(2026, 11, 30)
-
-
-def jsquad(path: Path) -> tuple[list[KBRecord], list[tuple[str, str]]]:
-    data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    records, questions = [], []
-    for a, article in enumerate(data):
-        for p, para in enumerate(article["paragraphs"]):
-            doc_id = f"p{a:03d}-{p:02d}"
-            context = para["context"].split(" [SEP] ", 1)[-1]
-            records.append(KBRecord(id=doc_id, kind="doc", title=article["title"], text=context, lang="ja"))
-            questions += [(doc_id, qa["question"]) for qa in para["qas"]]
-    return records, questions
 
 
 def sample() -> tuple[list[KBRecord], list[tuple[str, str]]]:

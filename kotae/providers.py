@@ -23,6 +23,8 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +70,15 @@ class Completion:
             prompt_version=prompt_version,
             outcome=outcome,
         )
+
+
+@dataclass
+class _Call:
+    """What one model call has produced so far (for its span)."""
+
+    started: float
+    result: Completion | None = None
+    error: Exception | None = None
 
 
 _SPEC_HELP = "expected openai:<model>, anthropic:<model> or compatible:<base_url>|<model>"
@@ -253,56 +264,48 @@ class ChatModel:
             span.set_status(Status(StatusCode.ERROR, str(error)[:200]))
         span.end()
 
+    @contextmanager
+    def _observed(self, max_tokens: int, temperature: float) -> Iterator[_Call]:
+        """One call as a span; SDK faults come out as ModelUnavailable or BadReply."""
+        span = self._span_start(max_tokens, temperature)
+        call = _Call(started=time.perf_counter())
+        try:
+            with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                yield call
+        except Exception as exc:
+            call.error = self._translate(exc)
+            if call.error is exc:
+                raise
+            raise call.error from exc
+        finally:
+            self._span_end(span, call.result, call.error)
+
     async def acomplete(
         self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False
     ) -> Completion:
         """One chat turn, without blocking the event loop; faults as :class:`ModelUnavailable`/:class:`BadReply`."""
         async with _slot(self._endpoint, self.concurrency):
-            span = self._span_start(max_tokens, temperature)
-            result: Completion | None = None
-            error: Exception | None = None
-            started = time.perf_counter()
-            try:
-                with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-                    request = self._request(system, user, max_tokens, temperature, json_mode)
-                    if self.provider == "anthropic":
-                        resp = await self.aclient().messages.create(**request)
-                    else:
-                        resp = await self.aclient().chat.completions.create(**request)
-                result = self._completion(resp, started)
-                return result
-            except Exception as exc:
-                error = self._translate(exc)
-                if error is exc:
-                    raise
-                raise error from exc
-            finally:
-                self._span_end(span, result, error)
+            with self._observed(max_tokens, temperature) as call:
+                request = self._request(system, user, max_tokens, temperature, json_mode)
+                if self.provider == "anthropic":
+                    resp = await self.aclient().messages.create(**request)
+                else:
+                    resp = await self.aclient().chat.completions.create(**request)
+                call.result = self._completion(resp, call.started)
+            return call.result
 
     def complete(
         self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False
     ) -> Completion:
-        """The blocking form of :meth:`acomplete`, for command-line tools."""
-        span = self._span_start(max_tokens, temperature)
-        result: Completion | None = None
-        error: Exception | None = None
-        started = time.perf_counter()
-        try:
-            with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-                request = self._request(system, user, max_tokens, temperature, json_mode)
-                if self.provider == "anthropic":
-                    resp = self.client().messages.create(**request)
-                else:
-                    resp = self.client().chat.completions.create(**request)
-            result = self._completion(resp, started)
-            return result
-        except Exception as exc:
-            error = self._translate(exc)
-            if error is exc:
-                raise
-            raise error from exc
-        finally:
-            self._span_end(span, result, error)
+        """The blocking form of :meth:`acomplete`, for command-line tools and worker threads."""
+        with self._observed(max_tokens, temperature) as call:
+            request = self._request(system, user, max_tokens, temperature, json_mode)
+            if self.provider == "anthropic":
+                resp = self.client().messages.create(**request)
+            else:
+                resp = self.client().chat.completions.create(**request)
+            call.result = self._completion(resp, call.started)
+        return call.result
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
