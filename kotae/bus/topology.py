@@ -7,6 +7,7 @@ connects first (``ensure_streams``); subscribers never redeclare them.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import nats
@@ -20,7 +21,7 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
 
 from kotae.contracts import subjects
 from kotae.settings import Settings, servers_of
@@ -55,20 +56,44 @@ def stream_config(name: str, settings: Settings) -> StreamConfig:
     )
 
 
-async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
-    """Create every kotae stream, or update it to the configuration in code."""
+#: How long declaring the streams keeps trying while a cluster elects a stream leader.
+DECLARE_PATIENCE_S = 60.0
+
+
+async def _declare(js: JetStreamContext, config: StreamConfig) -> None:
+    try:
+        await js.stream_info(config.name)
+    except NotFoundError:
+        await js.add_stream(config)
+    else:
+        try:
+            await js.update_stream(config)
+        except BadRequestError:
+            # A setting that cannot change in place (e.g. storage) keeps the old stream.
+            pass
+
+
+async def ensure_streams(js: JetStreamContext, settings: Settings, *, patience_s: float = DECLARE_PATIENCE_S) -> None:
+    """Create every kotae stream, or update it to the configuration in code.
+
+    Right after a node of a cluster is lost, a stream answers nothing until a new
+    leader is elected (seconds); declaring retries with a growing pause meanwhile,
+    so a stage or a replay started then waits instead of failing.
+    """
+    loop = asyncio.get_running_loop()
     for name in subjects.STREAM_SUBJECTS:
         config = stream_config(name, settings)
-        try:
-            await js.stream_info(name)
-        except NotFoundError:
-            await js.add_stream(config)
-        else:
+        deadline = loop.time() + patience_s
+        pause = 0.25
+        while True:
             try:
-                await js.update_stream(config)
-            except BadRequestError:
-                # A setting that cannot change in place (e.g. storage) keeps the old stream.
-                pass
+                await _declare(js, config)
+                break
+            except (nats.errors.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError):
+                if loop.time() + pause > deadline:
+                    raise
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 4.0)
 
 
 async def ensure_streams_at(url: str, settings: Settings) -> None:
