@@ -47,22 +47,9 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _read_jsonl(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
-    if not Path(path).is_file():
-        raise CommandError(f"{path}: no such file")
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CommandError(f"{where}: invalid JSON: {exc.msg}") from None
-            if not isinstance(data, dict):
-                raise CommandError(f"{where}: expected a JSON object ({what})")
-            rows.append((where, data))
-    return rows
+    from kotae.jsonl import json_objects
+
+    return list(json_objects(path, what, CommandError))
 
 
 def _require_str(data: dict[str, Any], key: str, where: str) -> str:

@@ -28,7 +28,6 @@ needs is unknown for it):
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections import Counter
@@ -40,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from kotae.contracts import AnswerV1
+from kotae.jsonl import json_objects
 from kotae.services.evaluator.counting import Ratio, count_judged, ratio
 
 KINDS = ("answerable", "offtopic")
@@ -87,43 +87,30 @@ def _when(value: Any, where: str) -> datetime | None:
 
 def read_question_set(path: Path) -> list[Question]:
     """Every question of ``path``, all lines checked first (:class:`QuestionSetError` on the first bad one)."""
-    path = Path(path)
-    if not path.is_file():
-        raise QuestionSetError(f"{path}: no such file")
     questions: list[Question] = []
     seen: dict[str, str] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise QuestionSetError(f"{where}: invalid JSON: {exc.msg}") from None
-            if not isinstance(row, dict):
-                raise QuestionSetError(f"{where}: expected a JSON object (a labelled question)")
-            qid = row.get("id")
-            if isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip():
-                raise QuestionSetError(f"{where}: field 'id': required, a non-empty string or a number")
-            qid = str(qid).strip()
-            if qid in seen:
-                raise QuestionSetError(f"{where}: field 'id': {qid!r} already used at {seen[qid]}")
-            seen[qid] = where
-            text = row.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise QuestionSetError(f"{where}: field 'text': required, a non-empty string")
-            if row.get("kind") not in KINDS:
-                raise QuestionSetError(f"{where}: field 'kind': expected 'answerable' or 'offtopic', got {row.get('kind')!r}")
-            version = row.get("set_version", UNVERSIONED)
-            if not isinstance(version, str) or not version.strip():
-                raise QuestionSetError(f"{where}: field 'set_version': expected a non-empty string")
-            doc_ids = _strings(row.get("expected_doc_ids"), where, "expected_doc_ids")
-            facts = _strings(row.get("expected_facts"), where, "expected_facts")
-            if row["kind"] == "offtopic" and (doc_ids or facts):
-                field_name = "expected_doc_ids" if doc_ids else "expected_facts"
-                raise QuestionSetError(f"{where}: field '{field_name}': an off-topic question expects no documents or facts")
-            questions.append(Question(qid, text, row["kind"], doc_ids, facts, version.strip(), _when(row.get("at"), where)))
+    for where, row in json_objects(Path(path), "a labelled question", QuestionSetError):
+        qid = row.get("id")
+        if isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip():
+            raise QuestionSetError(f"{where}: field 'id': required, a non-empty string or a number")
+        qid = str(qid).strip()
+        if qid in seen:
+            raise QuestionSetError(f"{where}: field 'id': {qid!r} already used at {seen[qid]}")
+        seen[qid] = where
+        text = row.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise QuestionSetError(f"{where}: field 'text': required, a non-empty string")
+        if row.get("kind") not in KINDS:
+            raise QuestionSetError(f"{where}: field 'kind': expected 'answerable' or 'offtopic', got {row.get('kind')!r}")
+        version = row.get("set_version", UNVERSIONED)
+        if not isinstance(version, str) or not version.strip():
+            raise QuestionSetError(f"{where}: field 'set_version': expected a non-empty string")
+        doc_ids = _strings(row.get("expected_doc_ids"), where, "expected_doc_ids")
+        facts = _strings(row.get("expected_facts"), where, "expected_facts")
+        if row["kind"] == "offtopic" and (doc_ids or facts):
+            field_name = "expected_doc_ids" if doc_ids else "expected_facts"
+            raise QuestionSetError(f"{where}: field '{field_name}': an off-topic question expects no documents or facts")
+        questions.append(Question(qid, text, row["kind"], doc_ids, facts, version.strip(), _when(row.get("at"), where)))
     if not questions:
         raise QuestionSetError(f"{path}: no questions")
     return questions
