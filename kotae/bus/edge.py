@@ -11,7 +11,10 @@ out). This module owns the promises around it:
   dead-lettered as ``exhausted``;
 * poison input (not JSON, wrong schema, too large) goes straight to the
   stage's dead-letter subject with the error and the original payload, and the
-  stage carries on with the next message.
+  stage carries on with the next message;
+* on shutdown, messages this process fetched but did not finish are handed
+  back (nak) at once, so another replica takes them without waiting out the
+  acknowledgement wait.
 """
 
 from __future__ import annotations
@@ -148,12 +151,14 @@ class StageEdge:
         self._router: NatsRouter | None = None
         self._publishers: dict[str, Any] = {}
         self._exhausted: tuple[type[BaseModel], ExhaustedHandler] | None = None
+        # Raw messages fetched from JetStream and not yet finished, by id(): handed back on stop.
+        self._unfinished: dict[int, Any] = {}
 
     # --- wiring -----------------------------------------------------------------
 
     def router(self) -> NatsRouter:
         """A router whose subscribers dead-letter poison input and retry faults."""
-        self._router = NatsRouter(middlewares=[self._middleware_factory()])
+        self._router = _StageRouter(self, middlewares=[self._middleware_factory()])
         self.output(self.dead_letter_subject, DeadLetterV1, "Input this stage could not process, with the error.")
         return self._router
 
@@ -294,6 +299,46 @@ class StageEdge:
     def retry_delay(self, deliveries: int) -> float:
         return self.settings.retry_backoff_s * 2 ** max(0, deliveries - 1)
 
+    # --- shutdown ---------------------------------------------------------------
+
+    def hand_back_on_stop(self, subscriber: Any) -> None:
+        """Nak, when ``subscriber`` stops, every message it fetched and did not finish.
+
+        A concurrent pull subscriber fetches a batch and queues what its workers
+        cannot take yet; on stop FastStream drops that queue (and cancels handlers
+        still running after the graceful timeout) without telling JetStream, so
+        those messages would sit until KOTAE_ACK_WAIT_S ran out. Handing them back
+        lets a replica (or this stage's next process) take them at once; outputs
+        carry message ids, so a half-done message redone elsewhere stores nothing twice.
+        """
+        put = getattr(subscriber, "_put_msg", None)
+        if put is None:  # not a concurrent subscriber: nothing is queued
+            return
+        stop = subscriber.stop
+        unfinished = self._unfinished
+
+        async def put_tracked(msg: Any) -> None:
+            unfinished[id(msg)] = msg
+            await put(msg)
+
+        async def stop_and_hand_back() -> None:
+            await stop()
+            await self.hand_back()
+
+        subscriber._put_msg = put_tracked
+        subscriber.stop = stop_and_hand_back
+
+    async def hand_back(self) -> None:
+        """Nak every unfinished message (the connection is still open while subscribers stop)."""
+        pending, self._unfinished = list(self._unfinished.values()), {}
+        for msg in pending:
+            try:
+                await msg.nak()
+            except Exception:  # already acked, or the connection is gone: redelivery decides
+                continue
+        if pending:
+            log.info("messages.handed_back", stage=self.stage, count=len(pending))
+
     # --- middleware -------------------------------------------------------------
 
     def _middleware_factory(self) -> Callable[..., BaseMiddleware]:
@@ -321,6 +366,7 @@ class StageEdge:
         token = _attempt.set((_deliveries(msg), self.settings.max_deliver))
         started = time.perf_counter()
         outcome = "ok"
+        finished = True
         try:
             body = msg.body if isinstance(msg.body, bytes | bytearray) else b""
             limit = self.payload_limit
@@ -361,7 +407,12 @@ class StageEdge:
                 log.warning("message.give_up_retry", error=_describe(publish_exc)[:300], deliveries=deliveries)
                 raise NackMessage(delay=self.retry_delay(self.settings.max_deliver)) from publish_exc
             return None
+        except asyncio.CancelledError:
+            finished = False  # stopped mid-way: handed back on stop
+            raise
         finally:
+            if finished:
+                self._unfinished.pop(id(msg.raw_message), None)
             metrics.MESSAGES.labels(self.stage, outcome).inc()
             metrics.HANDLE_SECONDS.labels(self.stage).observe(time.perf_counter() - started)
             _attempt.reset(token)
@@ -386,6 +437,19 @@ class StageEdge:
         except (ValidationError, ValueError):
             return
         await handler(message, reason)
+
+
+class _StageRouter(NatsRouter):
+    """A router that lets its edge hand back unfinished messages when a subscriber stops."""
+
+    def __init__(self, edge: StageEdge, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._edge = edge
+
+    def subscriber(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        subscriber = super().subscriber(*args, **kwargs)
+        self._edge.hand_back_on_stop(subscriber)
+        return subscriber
 
 
 def failed_answer(stage: str, message: BaseModel, reason: str) -> AnswerV1:

@@ -132,3 +132,60 @@ async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: s
     assert len(give_ups) == 2  # the failed give-up, then the one that stored the outcome
     assert all(r.startswith("gave up after 2 deliveries") for r in give_ups)
     assert len(letters) == 1 and letters[0]["data"]["deliveries"] == 3
+
+
+async def test_stopping_hands_back_what_was_fetched_but_not_finished(nats_url: str, settings: Settings) -> None:
+    """A stage told to stop leaves nothing waiting out the acknowledgement wait.
+
+    Two workers, each comment takes a while: the fetch loop holds more comments
+    than the workers can take. After a stop, the next process to pull gets every
+    comment that was not answered at once, instead of only those never fetched
+    (the rest would come back only after ``ack_wait_s``, a minute here).
+    """
+    settings = settings.model_copy(update={"inflight": 2, "ack_wait_s": 60.0})
+    started: list[str] = []
+    await ensure_streams_at(nats_url, settings)
+    edge = StageEdge("retriever", settings)
+    router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1)
+
+    @router.subscriber(**edge.subscription())
+    async def handle(comment: CommentV1) -> None:
+        started.append(comment.comment_id)
+        await asyncio.sleep(0.4)
+        await edge.publish(
+            subjects.RETRIEVAL,
+            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
+        )
+
+    broker = NatsBroker(nats_url, logger=None, graceful_timeout=0.2)
+    broker.include_router(router)
+    await broker.start()
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    for i in range(8):
+        await js.publish(subjects.COMMENT, make_comment(f"s{i}", "質問"))
+    spec = edge.consumer
+    for _ in range(100):  # until the workers are busy and more is fetched than they can take
+        info = await js.consumer_info(spec.stream, spec.durable)
+        if info.num_ack_pending > 2 and len(started) >= 2:
+            break
+        await asyncio.sleep(0.02)
+    assert info.num_ack_pending > 2
+    await broker.stop()
+
+    answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)}
+    never_fetched = (await js.consumer_info(spec.stream, spec.durable)).num_pending
+    successor = await js.pull_subscribe_bind(spec.durable, spec.stream)
+    taken: list = []
+    for _ in range(20):
+        try:
+            taken += await successor.fetch(8, timeout=0.5)
+        except nats.errors.TimeoutError:
+            pass
+        if len(taken) >= 8 - len(answered):
+            break
+    await nc.close()
+    comment_ids = {json.loads(m.data)["comment_id"] for m in taken}
+    assert never_fetched < 8 - len(answered)  # some unanswered comments had been fetched by the stopped stage
+    assert comment_ids == {f"s{i}" for i in range(8)} - answered

@@ -3,9 +3,10 @@
 Each stage in turn gets a replacement process, then the old one gets SIGTERM,
 as a rolling update with no unavailability does. Every terminated process must
 exit cleanly (code 0, within its drain time) and every comment must still end
-in exactly one outcome. A message that a stopping process took but did not
-finish is redelivered once the acknowledgement wait runs out, so that wait is
-kept short here; the comments that needed it are printed.
+in exactly one outcome. A stopping process hands back (nak) what it fetched and
+did not finish, so no comment waits out the acknowledgement wait: that wait is
+set far beyond the run's time limit here, and a comment that needed it would
+be lost.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tests.reliability.harness import StageKiller, generated_comments, replay_un
 
 pytestmark = pytest.mark.slow
 
-ACK_WAIT_S = "8"
+ACK_WAIT_S = "300"
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ async def test_a_rolling_restart_of_every_stage_mid_replay_drains_and_loses_noth
     comments = generated_comments(60, prefix="roll-", gap_s=0.25)
     rolling = StageKiller(stack, random.Random(3), sig=signal.SIGTERM, interval=(0.2, 0.8), overlap=True, rounds=1)
 
-    run = await replay_under_faults(stack, settings, comments, rolling, timeout=60)  # several acknowledgement waits
+    run = await replay_under_faults(stack, settings, comments, rolling, timeout=90)  # well under one acknowledgement wait
     figures = run.ledger.figures()
     print("\n" + figures.table())
 
