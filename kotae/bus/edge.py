@@ -153,6 +153,9 @@ class StageEdge:
         self._exhausted: tuple[type[BaseModel], ExhaustedHandler] | None = None
         # Raw messages fetched from JetStream and not yet finished, by id(): handed back on stop.
         self._unfinished: dict[int, Any] = {}
+        # Messages being handled, by id(), with when JetStream last heard they are in progress.
+        self._handling: dict[int, tuple[StreamMessage[Any], float]] = {}
+        self._keepalive: asyncio.Task[None] | None = None
 
     # --- wiring -----------------------------------------------------------------
 
@@ -372,11 +375,12 @@ class StageEdge:
             limit = self.payload_limit
             if len(body) > limit:
                 raise PoisonError(f"payload of {len(body)} bytes exceeds {limit} bytes ({self._limit_rule})")
-            keepalive = asyncio.create_task(self._keep_in_progress(msg))
+            self._handling[id(msg)] = (msg, time.monotonic())
+            self._ensure_keepalive()
             try:
                 result = await call_next(msg)
             finally:
-                keepalive.cancel()
+                self._handling.pop(id(msg), None)
             log.debug("message.handled", deliveries=_deliveries(msg))
             return result
         except NackMessage:
@@ -418,15 +422,30 @@ class StageEdge:
             _attempt.reset(token)
             structlog.contextvars.unbind_contextvars("stage", "comment_id")
 
-    async def _keep_in_progress(self, msg: StreamMessage[Any]) -> None:
-        """Tell JetStream the message is still being worked on, so a slow model call is not redelivered."""
+    def _ensure_keepalive(self) -> None:
+        if self._keepalive is None or self._keepalive.done():
+            self._keepalive = asyncio.create_task(self._keep_in_progress())
+
+    async def _keep_in_progress(self) -> None:
+        """Tell JetStream which messages are still being worked on, so a slow model call is not redelivered.
+
+        One task for the whole stage rather than one per message: at hundreds of
+        messages a second, a timer per message costs more CPU than the acks it sends.
+        """
         interval = max(0.5, self.settings.ack_wait_s / 3)
         while True:
-            await asyncio.sleep(interval)
-            try:
-                await msg.raw_message.in_progress()
-            except Exception:  # not a JetStream message, or the connection is gone: redelivery decides
-                return
+            await asyncio.sleep(interval / 2)
+            due = time.monotonic() - interval
+            for msg, since in list(self._handling.values()):
+                if since > due:
+                    continue
+                try:
+                    await msg.raw_message.in_progress()
+                except Exception:  # not a JetStream message, or the connection is gone: redelivery decides
+                    continue
+                key = id(msg)
+                if key in self._handling:
+                    self._handling[key] = (msg, time.monotonic())
 
     async def _terminal_outcome(self, msg: StreamMessage[Any], reason: str) -> None:
         if self._exhausted is None:
