@@ -112,6 +112,10 @@ class Settings(BaseSettings):
         default=0, ge=0, le=65535, description="Port of the evaluator's Prometheus /metrics (rolling rates); 0: off."
     )
     evaluator_window: int = Field(default=200, ge=1, le=100_000, description="Evaluations per group behind each rolling rate.")
+    evaluator_nice: int = Field(
+        default=10, ge=0, le=19,
+        description="Niceness the evaluator process adds to itself: it scores off the hot path, so on a shared machine the answering stages get the CPU first.",
+    )
 
     # Ingest
     youtube_api_key: SecretStr | None = Field(default=None, description="YouTube Data API v3 key (read-only live chat).")

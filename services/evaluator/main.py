@@ -6,6 +6,7 @@ With ``KOTAE_EVALUATOR_METRICS_PORT`` set, the process also serves Prometheus
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from faststream import FastStream
@@ -22,6 +23,13 @@ def build_app(settings: Settings | None = None) -> FastStream:
     rates = RollingRates(window=settings.evaluator_window)
     app = build_stage_app("evaluator", [build_router(settings, rates=rates)], settings, description=__doc__ or "")
     servers: list[Any] = []
+
+    @app.on_startup
+    async def _yield_cpu() -> None:
+        # Scoring can wait; answering cannot. Where processes share cores (the embedded
+        # stack, one VM), the scheduler then serves the hot-path stages first.
+        if settings.evaluator_nice:
+            os.nice(settings.evaluator_nice)
 
     @app.on_startup
     async def _serve_metrics() -> None:
