@@ -9,13 +9,18 @@ claim are also around it in the evidence (a window of content words). Each
 occurrence in the evidence supports one occurrence in the claim.
 
 A claim too short to carry its own context (``小笠原諸島です。``) is checked against the
-question it answers instead: the answer must sit in a sentence that holds some of the
-question's words, and its place must fit the question at least as well as the place of
-any other phrase of its kind in the evidence — how much of the question the sentence
-holds, how closely the question's words (rare ones, and those near the wh-word, weigh
-more) surround the phrase, and whether the words next to the wh-word (北海道と｜どこ)
-recur next to it. Parenthesised readings and aliases are not rivals, and a sentence that
-refers back (これ, 後者 …) also holds the words of the sentence before it.
+question it answers instead. Every place in the evidence that the answer, or another phrase
+of its kind (a person, a place, another name, a number with the same counter, a common
+noun), fills is scored by a weighted sum of signs that it fills the slot the question asks
+about: how much of the question its sentence and its clause hold, how closely the
+question's words (rare ones, and those near the wh-word, weigh more) surround it, whether
+the words and the case particle next to the wh-word (北海道と｜どこ, 何を営む) recur next to
+it, whether it is the kind of thing the question names (何暦 → 小暦), and, for "何という"
+questions, whether it stands where a name is given. The evidence must address the
+question, and the answer's best place must score at least about as well as every other
+phrase's. An answer that only repeats the question, or says nothing (``ものです``), fills
+no slot. Parenthesised readings and aliases are not rivals, and a sentence that refers
+back (これ, 後者 …) also holds the words of the sentence before it.
 
 Findings are typed so the verifier can classify them: a term that is in the evidence
 but not in this relation contradicts it (class 1); a number or term that is nowhere in
@@ -42,23 +47,41 @@ EVIDENCE_WINDOW = 6
 CONTEXT_SUPPORT = 0.5
 # Share of a claim's words one evidence sentence must hold for the claim to count as restating it.
 RESTATED = 0.7
-# A bare answer: its sentence must hold at least this share of the question's words (by rarity)...
-QUESTION_HELD = 0.1
-# ...and its place (HELD_WEIGHT × share held + slot score) may trail the best place of another
-# phrase of its kind anywhere in the evidence by at most SLOT_MARGIN. Set on the development
-# split of bench/verifier.py.
-HELD_WEIGHT = 0.5
-SLOT_MARGIN = 0.1
-# Added to the slot score for each side of the wh-word whose neighbours recur next to the answer.
-ANCHOR_BONUS = 0.3
-# Weight of the echo: the share of the character bigrams of ECHO_TOKENS tokens either side of the
-# question's wh-word found as many tokens either side of a phrase.
-ECHO_WEIGHT = 0.3
+# A bare answer is judged only against evidence that addresses its question: the evidence's
+# sentence holding most of the question must hold at least this share of its words (by rarity).
+EVIDENCE_HELD = 0.1
+# How much each sign that a place in the evidence fills the question's slot counts (see
+# _place_signs). Fitted on the development split of bench/verifier.py — a softmax over the
+# places of each question's candidate phrases, with the right answer's places as the target —
+# and rounded.
+SLOT_WEIGHTS = {
+    "held": 0.45,  # share of the question's words its sentence holds
+    "top": 0.5,  # its sentence holds as much of the question as any
+    "near": 1.0,  # closeness of the question's words
+    "window": 0.85,  # share of the question's words within WINDOW tokens
+    "clause": 0.6,  # share of the question's words in its own clause
+    "echo": 0.6,  # the text around the wh-word recurs around it
+    "anchor_before": 0.4,  # the words right before the wh-word are right before it
+    "anchor_after": 0.3,  # the words right after the wh-word are right after it
+    "particle": 0.55,  # it takes the particle the wh-word takes (誰が ~ Xが)
+    "kind_noun": 0.75,  # it ends like the noun that names what is asked (公用語 ~ ラーオ語)
+    "naming": 0.35,  # "何という" questions: it stands where a name is given (「X」, Xと呼ぶ, Xは…のこと)
+}
+# A bare answer's best place may trail the best place of another phrase of its kind by at most
+# this much. Set on the development split so that at least 85% of wrong bare answers are caught.
+SLOT_MARGIN = 0.55
+# The same for English, where there is no split to set it on and fewer signs apply (no particles,
+# no kind noun): the stricter margin the method used before, so English bare answers fail closed.
+SLOT_MARGIN_EN = 0.1
+# Share of the character bigrams of ECHO_TOKENS tokens either side of the question's wh-word
+# found as many tokens either side of a phrase: its echo.
 ECHO_TOKENS = 6
 # Distance counted for a question word inside the phrase itself (首都 of 首都ヴィエンチャン).
 INSIDE = 0
-# Distance (in tokens) at which a question word counts half toward the slot score.
+# Distance (in tokens) at which a question word counts half toward closeness.
 SLOT_DECAY = 8.0
+# Tokens either side of a phrase within which a question word counts toward "window".
+WINDOW = 5
 # Distance (in tokens) from the question's wh-word at which a question word weighs half.
 QUESTION_DECAY = 3.0
 # A claim with no predicate of its own and at most this many content words leans on the question.
@@ -281,8 +304,11 @@ class Finding:
     evidence: str | None = None  # the evidence sentence where the term was found in another relation
     block: int | None = None
     claim: str = ""  # the claim (answer sentence, markers stripped) the term belongs to
+    reason: str = ""  # what is wrong, when it is not where the term is (or is not) in the evidence
 
     def describe(self, refs: str) -> str:
+        if self.reason:
+            return f"{self.term!r} {self.reason}"
         if self.cls == 1:
             return f"{self.term!r} is in {refs} but not in this relation (evidence: {self.evidence!r})"
         if self.kind == "number":
@@ -361,34 +387,6 @@ def _distance(sentence: Analysis, start: int, end: int, forms: frozenset[str]) -
             d = INSIDE if start <= i < end else start - i if i < start else i - end + 1
             best = d if best is None else min(best, d)
     return best
-
-
-def _slot_score(sentence: Analysis, start: int, end: int, asked: list[_Asked], anchors: tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]) -> float:
-    """How closely the question's words surround a span (1 when all sit right next to it),
-    plus a bonus for each side where the words next to the question's wh-word recur next to it."""
-    total = 0.0
-    # A reading or alias in brackets (…結婚すること(夫婦別姓)) stands where its owner stands.
-    start = min(start, sentence.owners[start])
-    for word in asked:
-        d = _distance(sentence, start, end, word.forms)
-        if d is not None:
-            total += word.rarity * word.near / (1.0 + d / SLOT_DECAY)
-    score = total / sum(w.rarity * w.near for w in asked)
-    left, right, echo = anchors
-    tokens = sentence.tokens
-    while end < len(tokens) and _attached(tokens[end]):
-        end += 1
-    if echo:
-        near = "".join(t.surface for t in tokens[max(0, start - ECHO_TOKENS) : start])
-        near += "".join(t.surface for t in tokens[end : end + ECHO_TOKENS])
-        score += ECHO_WEIGHT * len(echo & _bigrams(near)) / len(echo)
-    before = "".join(t.surface for t in tokens[max(0, start - 2) : start])
-    after = "".join(t.surface for t in tokens[end : end + 3])
-    if any(before.endswith(a) for a in left):
-        score += ANCHOR_BONUS
-    if any(after.startswith(a) for a in right):
-        score += ANCHOR_BONUS
-    return score
 
 
 def _attached(token: Token) -> bool:
@@ -498,39 +496,216 @@ def _held(evidence: list[tuple[int, Analysis]], n: int, start: int, asked: list[
     return sum(w.rarity for w in asked if not w.forms.isdisjoint(around)) / sum(w.rarity for w in asked)
 
 
+# --- bare answers ------------------------------------------------------------------------
+
+# Case particles, with は read as が: 誰が ~ Xは.
+_CASE = {"が": "が", "は": "が", "を": "を", "に": "に", "へ": "に", "で": "で", "と": "と", "の": "の", "から": "から", "まで": "まで", "より": "より"}
+_NAMING = re.compile(r"(何|なん|なに)(と|て)(いう|言う|いい|言い|呼|称|読|表)|名前は|名称は|呼び名|別名|略称|通称|読み")
+# A question that offers its answers (AとBのどちらか, 長い？短い？) may be answered with its own words.
+_CHOICE = re.compile(r"どちら|どっち|どれ|いずれ|それとも|のうち|か[、,？?]|[？?].+[？?]|か.+か|\bor\b|\bwhich\b", re.I)
+_CLOSING = (")", "]", "」", "』", "】")
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """What a question asks for, as far as words can tell."""
+
+    asked: tuple[_Asked, ...]
+    anchors: tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]
+    particle: str | None  # the case particle after the wh-word
+    kind_noun: str  # the noun naming what is asked: 公用語 (ラオスの公用語は何), 気団 (何気団)
+    naming: bool  # asks what something is called
+    top_held: float  # the most of the question one sentence of the evidence holds
+
+
+def _particle_after(tokens: tuple[Token, ...], end: int) -> str | None:
+    while end < len(tokens) and (_attached(tokens[end]) or tokens[end].surface in _CLOSING):
+        end += 1
+    if end < len(tokens) and tokens[end].pos[0] == "助詞":
+        return _CASE.get(tokens[end].surface)
+    return None
+
+
+def _kind_noun(question: Analysis) -> str:
+    """The noun that names what is asked: after the wh-word (何気団, どこの国), or the last
+    noun before it (ラオスの公用語はなにか, ドミニカ国の首都は？)."""
+    tokens = question.tokens
+    wh = next((i for i, t in enumerate(tokens) if t.wh), None)
+    if wh is not None:
+        end = wh + 1
+        while end < len(tokens) and tokens[end].pos[0] in ("接尾辞", "名詞") and not tokens[end].wh:
+            end += 1
+        if end > wh + 1:
+            return "".join(t.surface for t in tokens[wh + 1 : end])
+        if wh + 2 < len(tokens) and tokens[wh + 1].surface in ("の", "という", "と言う") and tokens[wh + 2].pos[0] == "名詞":
+            return tokens[wh + 2].surface
+    i = (len(tokens) if wh is None else wh) - 1
+    while i >= 0 and tokens[i].pos[0] in ("補助記号", "助詞", "助動詞"):
+        i -= 1
+    return tokens[i].surface if i >= 0 and tokens[i].pos[0] in ("名詞", "接尾辞") else ""
+
+
+def _slot(question: Analysis, own: frozenset[str] | None, evidence: list[tuple[int, Analysis]]) -> _Slot | None:
+    asked = _asked(question, own, evidence)
+    if not asked:
+        return None
+    wh = next((i for i, t in enumerate(question.tokens) if t.wh), None)
+    japanese = is_japanese(question.text)
+    return _Slot(
+        asked=tuple(asked),
+        anchors=_anchors(question),
+        particle=_particle_after(question.tokens, wh + 1) if wh is not None else None,
+        kind_noun=_kind_noun(question) if japanese else "",
+        naming=bool(_NAMING.search(question.text)),
+        top_held=max(_held(evidence, n, len(s.tokens), asked) for n, (_, s) in enumerate(evidence)),
+    )
+
+
+def _clause(tokens: tuple[Token, ...], start: int, end: int) -> tuple[int, int]:
+    """The clause around tokens[start:end]: up to a comma, a full stop or a conjunctive particle."""
+
+    def boundary(t: Token) -> bool:
+        return t.surface in ("、", "。", ",") or t.pos[:2] == ("助詞", "接続助詞")
+
+    while start > 0 and not boundary(tokens[start - 1]):
+        start -= 1
+    while end < len(tokens) and not boundary(tokens[end]):
+        end += 1
+    return start, end
+
+
+def _place_signs(evidence: list[tuple[int, Analysis]], n: int, start: int, end: int, slot: _Slot) -> dict[str, float]:
+    """The signs (SLOT_WEIGHTS) that tokens[start:end] of sentence ``n`` fills the question's slot."""
+    sentence = evidence[n][1]
+    tokens = sentence.tokens
+    asked = slot.asked
+    held = _held(evidence, n, start, asked)
+    # A reading or alias in brackets (…結婚すること(夫婦別姓)) stands where its owner stands.
+    first = min(start, sentence.owners[start])
+    weight = sum(w.rarity for w in asked)
+    near = window = 0.0
+    for word in asked:
+        d = _distance(sentence, first, end, word.forms)
+        if d is not None:
+            near += word.rarity * word.near / (1.0 + d / SLOT_DECAY)
+            window += word.rarity if d <= WINDOW else 0.0
+    cs, ce = _clause(tokens, first, end)
+    clause = {f for i in range(cs, ce) if not start <= i < end for f in tokens[i].forms}
+    last = end
+    while last < len(tokens) and _attached(tokens[last]):
+        last += 1
+    left, right, echo = slot.anchors
+    before = "".join(t.surface for t in tokens[max(0, first - 2) : first])
+    after = "".join(t.surface for t in tokens[last : last + 3])
+    around = "".join(t.surface for t in tokens[max(0, first - ECHO_TOKENS) : first])
+    around += "".join(t.surface for t in tokens[last : last + ECHO_TOKENS])
+    text = "".join(t.surface for t in tokens[start:last])
+    named = slot.naming and (
+        (first > 0 and tokens[first - 1].surface in ("「", "『"))
+        or after.startswith(("と", "って"))
+        or (start <= 1 and after.startswith(("は", "とは", "(")))
+    )
+    return {
+        "held": held,
+        "top": float(held >= slot.top_held - 1e-9),
+        "near": near / sum(w.rarity * w.near for w in asked),
+        "window": window / weight,
+        "clause": sum(w.rarity for w in asked if not w.forms.isdisjoint(clause)) / weight,
+        "echo": len(echo & _bigrams(around)) / len(echo) if echo else 0.0,
+        "anchor_before": float(any(before.endswith(a) for a in left)),
+        "anchor_after": float(any(after.startswith(a) for a in right)),
+        "particle": float(slot.particle is not None and _particle_after(tokens, end) == slot.particle),
+        "kind_noun": float(bool(slot.kind_noun) and text.endswith(slot.kind_noun[-1])),
+        "naming": float(named),
+    }
+
+
+def _place_score(evidence: list[tuple[int, Analysis]], n: int, start: int, end: int, slot: _Slot) -> float:
+    return sum(SLOT_WEIGHTS[k] * v for k, v in _place_signs(evidence, n, start, end, slot).items())
+
+
+def _extent(claim: Analysis, head: Term, sentence: Analysis, start: int, end: int) -> tuple[int, int]:
+    """The whole answer around its head term in the evidence: 2018年12月6日, not 2018."""
+    last = len(claim.tokens)
+    while last > 0 and claim.tokens[last - 1].pos[0] in ("補助記号", "助動詞"):
+        last -= 1
+    k = head.start - 1
+    while k >= 0 and start > 0 and sentence.tokens[start - 1].surface == claim.tokens[k].surface:
+        k, start = k - 1, start - 1
+    k = head.end
+    while k < last and end < len(sentence.tokens) and sentence.tokens[end].surface == claim.tokens[k].surface:
+        k, end = k + 1, end + 1
+    return start, end
+
+
+def _type(sentence: Analysis, term: Term) -> str:
+    """The kind a phrase competes within: a person with people, a place with places, a number
+    with numbers, a common noun with common nouns; organisations and other names together
+    (気団 and 高気圧 name the same sort of thing)."""
+    if term.kind not in ("name", "org"):
+        return term.kind
+    place = any(len(t.pos) > 2 and t.pos[2] == "地名" for t in sentence.tokens[term.start : term.end])
+    return "place" if place else "name"
+
+
+def _echoes(claim: Analysis, question: Analysis) -> bool:
+    """Does the answer only repeat words of the question (one of its phrases, nothing new)?"""
+
+    def repeated(t: Term) -> bool:
+        return any(_same_term(t, q) and _counter(claim, t.end) == _counter(question, q.end) for q in question.terms)
+
+    if not claim.terms or not all(repeated(t) for t in claim.terms):
+        return False
+    inside = {i for t in claim.terms for i in range(t.start, t.end)}
+    return all(not t.forms or not question.words.isdisjoint(t.forms) for i, t in enumerate(claim.tokens) if i not in inside)
+
+
+def _asks_for_slot(question: Analysis) -> bool:
+    """Does the question ask for something it does not offer (not yes/no, not a choice)?"""
+    if _CHOICE.search(question.text):
+        return False
+    if any(t.wh for t in question.tokens):
+        return True
+    tokens = [t for t in question.tokens if t.pos[0] != "補助記号"]
+    return bool(tokens) and tokens[-1].surface in ("は", "とは", "って", "が")
+
+
 def _slot_check(claim: Analysis, question: Analysis, evidence: list[tuple[int, Analysis]]) -> Finding | None:
     """Does a bare answer fill the slot the question asks about?
 
-    Every place in the evidence a phrase of the answer's kind could fill is scored by how
-    much of the question its sentence holds and how closely the question's words surround
-    it. The answer must hold enough of the question, and score at least as well as every
-    other phrase of its kind, in its own sentence or elsewhere.
+    Every place in the evidence that a phrase of the answer's kind fills is scored by the signs
+    in SLOT_WEIGHTS: how much of the question its sentence and its clause hold, how closely the
+    question's words surround it, whether the words and the particle next to the wh-word recur
+    next to it, whether it is the kind of thing asked for. The evidence must address the
+    question, and the answer's best place must score at least about as well as the best place
+    of every other phrase of its kind, in its own sentence or elsewhere. An answer that only
+    repeats the question fills no slot.
     """
-    if not claim.terms:
-        return None
     head = max(claim.terms, key=lambda t: (t.kind != "term", len(t.text)))
+    if _echoes(claim, question) and _asks_for_slot(question):
+        return Finding(1, head.text, head.kind, reason="only repeats the question")
     # A question word inside the answer (武力 of 加撃的武力 for "無撃的武力となに") still
     # places it; but an answer the question already spells out gets no credit for it.
     repeats = head.text in question.text
-    asked = _asked(question, claim.words if repeats else None, evidence)
-    if not asked:
+    slot = _slot(question, claim.words if repeats else None, evidence)
+    if slot is None:
         return None
-    anchors = _anchors(question)
     counter = _counter(claim, head.end)
+    kind = _type(claim, head)
     index = {id(s): n for n, (_, s) in enumerate(evidence)}
-    answers: list[tuple[float, float, _Occurrence]] = []
+    answers: list[tuple[float, _Occurrence, tuple[int, int]]] = []
     for o in _occurrences(head, evidence):
-        held = _held(evidence, index[id(o.sentence)], o.start, asked)
-        answers.append((held * HELD_WEIGHT + _slot_score(o.sentence, o.start, o.end, asked, anchors), held, o))
+        start, end = _extent(claim, head, o.sentence, o.start, o.end)
+        answers.append((_place_score(evidence, index[id(o.sentence)], start, end, slot), o, (start, end)))
     if not answers:
         return None
-    best, held, occ = max(answers, key=lambda x: x[0])
-    rival = 0.0
+    best, occ, _ = max(answers, key=lambda x: x[0])
+    rival = -math.inf
     for n, (_, sentence) in enumerate(evidence):
-        mine = [(o.start, o.end) for _, _, o in answers if o.sentence is sentence]
+        mine = [span for _, o, extent in answers if o.sentence is sentence for span in (extent, (o.start, o.end))]
         for t in sentence.terms:
             if (
-                t.kind != head.kind
+                _type(sentence, t) != kind
                 or _same_term(head, t)
                 or t.text in head.text  # a part of the answer (リラ of リラ冷え); a longer phrase stays a rival
                 or t.text in question.text
@@ -539,9 +714,9 @@ def _slot_check(claim: Analysis, question: Analysis, evidence: list[tuple[int, A
                 or any(t.start < e and s < t.end or _alias(sentence, (s, e), (t.start, t.end)) for s, e in mine)
             ):
                 continue
-            h = _held(evidence, n, t.start, asked)
-            rival = max(rival, h * HELD_WEIGHT + _slot_score(sentence, t.start, t.end, asked, anchors))
-    if held < QUESTION_HELD or best < rival - SLOT_MARGIN:
+            rival = max(rival, _place_score(evidence, n, t.start, t.end, slot))
+    margin = SLOT_MARGIN if is_japanese(question.text) else SLOT_MARGIN_EN
+    if slot.top_held < EVIDENCE_HELD or best < rival - margin:
         return Finding(1, head.text, head.kind, occ.sentence.text, occ.block)
     return None
 
@@ -634,7 +809,11 @@ def align(claim: str, evidence: list[tuple[int, str]], question: str | None = No
         score, occ = best[k]
         if score < CONTEXT_SUPPORT and q is None:
             findings.append(Finding(1, term.text, term.kind, occ.sentence.text, occ.block))
-    if q is not None and not findings:
+    if q is not None and not findings and not c.terms:
+        # "ものです", "以下です": nothing the evidence could back, where the question asks for something.
+        if _asks_for_slot(q) and not any(t.forms or t.number for t in c.tokens):
+            findings.append(Finding(2, c.text, "term", reason="says nothing the evidence could back"))
+    elif q is not None and not findings:
         slot = _slot_check(c, q, sentences)
         if slot:
             findings.append(slot)

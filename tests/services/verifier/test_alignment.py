@@ -193,3 +193,63 @@ def test_a_verdict_carries_the_findings_behind_its_reasons() -> None:
     v = check("梅雨は、北海道と沖縄を除く日本でみられる[1]。")
     assert [(f.cls, f.term, f.block, f.claim) for f in v.findings] == [(1, "沖縄", 1, "梅雨は、北海道と沖縄を除く日本でみられる。")]
     assert check("梅雨は、北海道と小笠原諸島を除く日本でみられる[1]。").findings == []
+
+
+# --- bare answers and the slot their question asks about --------------------------------
+
+BURMA = Evidence(
+    doc_id="burma",
+    chunk_id="burma#1",
+    text="ビルマ暦(ビルマれき)は、ミャンマーやタイで昔使われていた暦法の一つ。小暦とも言う。太陰太陽暦。",
+    lang="ja",
+)
+LAOS = Evidence(
+    doc_id="laos",
+    chunk_id="laos#1",
+    text=(
+        "少ない人口が満遍なく分散して暮らすラオスでは、大部分の人は稲作を基盤とする農業を営んでいる。"
+        "まず、自給米を確保して余剰分を販売し、現金収入とする。ラオス人の主食はもち米である。"
+        "自給農業を基盤とした分散型社会である。"
+    ),
+    lang="ja",
+)
+
+
+def test_a_bare_answer_of_the_kind_the_question_names_passes() -> None:
+    # 何暦 asks for a 暦: 小暦 is one, 暦法 (the sentence's other calendar word) is not the other name.
+    question = "ビルマ暦は別名何暦というか"
+    assert verify("小暦です[1]。", [BURMA], [], question=question).verdict == 0
+    assert verify("暦法です[1]。", [BURMA], [], question=question).verdict == 1
+
+
+def test_a_bare_answer_with_the_particle_the_question_asks_with_passes() -> None:
+    # 何を営んでいるか ~ 農業を営んでいる; the other sentences' nouns fill no such slot.
+    question = "少ない人口が満遍なく分散して暮らすラオスでは、大部分の人は何を営んでいるか"
+    assert verify("農業です[1]。", [LAOS], [], question=question).verdict == 0
+    for wrong in ("現金収入", "もち米", "分散型社会"):
+        assert verify(f"{wrong}です[1]。", [LAOS], [], question=question).verdict == 1, wrong
+
+
+def test_a_bare_answer_that_only_repeats_the_question_is_a_contradiction() -> None:
+    v = check("北海道です[1]。", WHERE)
+    assert v.verdict == 1
+    assert any("repeats the question" in r for r in v.reasons)
+    assert check("Minato Loop[1].", "Who runs the Minato Loop bus?").verdict == 1
+
+
+def test_a_question_that_offers_a_choice_may_be_answered_with_its_own_words() -> None:
+    assert check("北海道です[1]。", "北海道と沖縄のどちらに梅雨がないか。").verdict == 0
+    assert check("Harbor Transit[1].", "Does Harbor Transit or the mayor run the service?").verdict == 0
+
+
+def test_a_bare_answer_that_says_nothing_is_rejected() -> None:
+    v = check("ものです[1]。", WHERE)
+    assert v.verdict == 2
+    assert any("says nothing" in r for r in v.reasons)
+    assert check("It is[1].", "Who runs the service?").verdict == 2
+
+
+def test_evidence_that_does_not_address_the_question_backs_no_bare_answer() -> None:
+    # Okinawa is in the evidence, but nothing there is about France.
+    assert check("沖縄です[1]。", "フランスの首都はどこか。").verdict == 1
+    assert check("Aiko Tanaka[1].", "Who founded the Louvre?").verdict == 1
