@@ -53,7 +53,8 @@ EVIDENCE_HELD = 0.1
 # How much each sign that a place in the evidence fills the question's slot counts (see
 # _place_signs). Fitted on the development split of bench/verifier.py — a softmax over the
 # places of each question's candidate phrases, with the right answer's places as the target —
-# and rounded.
+# and rounded to 0.05 with "near" as the unit. Refit, and compare, with
+#     python bench/verifier_fit.py
 SLOT_WEIGHTS = {
     "held": 0.45,  # share of the question's words its sentence holds
     "top": 0.5,  # its sentence holds as much of the question as any
@@ -68,7 +69,8 @@ SLOT_WEIGHTS = {
     "naming": 0.35,  # "何という" questions: it stands where a name is given (「X」, Xと呼ぶ, Xは…のこと)
 }
 # A bare answer's best place may trail the best place of another phrase of its kind by at most
-# this much. Set on the development split so that at least 85% of wrong bare answers are caught.
+# this much. Set on the development split so that at least 85% of wrong bare answers are caught
+# (the margin sweep of bench/verifier_fit.py).
 SLOT_MARGIN = 0.55
 # The same for English, where there is no split to set it on and fewer signs apply (no particles,
 # no kind noun): the stricter margin the method used before, so English bare answers fail closed.
@@ -620,8 +622,43 @@ def _place_signs(evidence: list[tuple[int, Analysis]], n: int, start: int, end: 
     }
 
 
-def _place_score(evidence: list[tuple[int, Analysis]], n: int, start: int, end: int, slot: _Slot) -> float:
-    return sum(SLOT_WEIGHTS[k] * v for k, v in _place_signs(evidence, n, start, end, slot).items())
+def _weighted(signs: dict[str, float], weights: dict[str, float]) -> float:
+    return sum(weights[k] * v for k, v in signs.items())
+
+
+@dataclass(frozen=True)
+class SlotPlaces:
+    """Where a bare answer, and every other phrase of its kind, stands in the evidence: one dict of
+    signs (the keys of SLOT_WEIGHTS) per place, as the verifier weighed them.
+
+    ``addressed`` says whether the evidence addresses the question at all (EVIDENCE_HELD). The
+    verifier passes the answer when ``fills(SLOT_MARGIN)`` (SLOT_MARGIN_EN in English); other
+    weights and margins can be tried on the same places.
+
+    Example::
+
+        >>> ev = [(1, "梅雨は北海道と小笠原諸島を除く日本でみられる。梅雨入りは沖縄で5月10日ごろである。")]
+        >>> question = "日本で梅雨がないのは北海道とどこか。"
+        >>> slot_places("小笠原諸島です。", ev, question).fills(SLOT_MARGIN)
+        True
+        >>> slot_places("沖縄です。", ev, question).fills(SLOT_MARGIN)
+        False
+    """
+
+    answer: tuple[dict[str, float], ...]
+    rivals: tuple[dict[str, float], ...]
+    addressed: bool
+
+    def scores(self, weights: dict[str, float] | None = None) -> tuple[list[float], list[float]]:
+        """The score of each of the answer's places and each rival place (SLOT_WEIGHTS by default)."""
+        w = SLOT_WEIGHTS if weights is None else weights
+        return [_weighted(s, w) for s in self.answer], [_weighted(s, w) for s in self.rivals]
+
+    def fills(self, margin: float, weights: dict[str, float] | None = None) -> bool:
+        """Does the answer fill the slot: the evidence addresses the question, and the answer's best
+        place trails the best rival place by at most ``margin``?"""
+        answer, rivals = self.scores(weights)
+        return self.addressed and not max(answer) < max(rivals, default=-math.inf) - margin
 
 
 def _extent(claim: Analysis, head: Term, sentence: Analysis, start: int, end: int) -> tuple[int, int]:
@@ -670,7 +707,9 @@ def _asks_for_slot(question: Analysis) -> bool:
     return bool(tokens) and tokens[-1].surface in ("は", "とは", "って", "が")
 
 
-def _slot_check(claim: Analysis, question: Analysis, evidence: list[tuple[int, Analysis]]) -> Finding | None:
+def _slot_check(
+    claim: Analysis, question: Analysis, evidence: list[tuple[int, Analysis]]
+) -> tuple[Finding | None, SlotPlaces | None]:
     """Does a bare answer fill the slot the question asks about?
 
     Every place in the evidence that a phrase of the answer's kind fills is scored by the signs
@@ -679,28 +718,27 @@ def _slot_check(claim: Analysis, question: Analysis, evidence: list[tuple[int, A
     next to it, whether it is the kind of thing asked for. The evidence must address the
     question, and the answer's best place must score at least about as well as the best place
     of every other phrase of its kind, in its own sentence or elsewhere. An answer that only
-    repeats the question fills no slot.
+    repeats the question fills no slot. The places weighed come back with the finding.
     """
     head = max(claim.terms, key=lambda t: (t.kind != "term", len(t.text)))
     if _echoes(claim, question) and _asks_for_slot(question):
-        return Finding(1, head.text, head.kind, reason="only repeats the question")
+        return Finding(1, head.text, head.kind, reason="only repeats the question"), None
     # A question word inside the answer (武力 of 加撃的武力 for "無撃的武力となに") still
     # places it; but an answer the question already spells out gets no credit for it.
     repeats = head.text in question.text
     slot = _slot(question, claim.words if repeats else None, evidence)
     if slot is None:
-        return None
+        return None, None
     counter = _counter(claim, head.end)
     kind = _type(claim, head)
     index = {id(s): n for n, (_, s) in enumerate(evidence)}
-    answers: list[tuple[float, _Occurrence, tuple[int, int]]] = []
+    answers: list[tuple[dict[str, float], _Occurrence, tuple[int, int]]] = []
     for o in _occurrences(head, evidence):
         start, end = _extent(claim, head, o.sentence, o.start, o.end)
-        answers.append((_place_score(evidence, index[id(o.sentence)], start, end, slot), o, (start, end)))
+        answers.append((_place_signs(evidence, index[id(o.sentence)], start, end, slot), o, (start, end)))
     if not answers:
-        return None
-    best, occ, _ = max(answers, key=lambda x: x[0])
-    rival = -math.inf
+        return None, None
+    rivals: list[dict[str, float]] = []
     for n, (_, sentence) in enumerate(evidence):
         mine = [span for _, o, extent in answers if o.sentence is sentence for span in (extent, (o.start, o.end))]
         for t in sentence.terms:
@@ -714,11 +752,13 @@ def _slot_check(claim: Analysis, question: Analysis, evidence: list[tuple[int, A
                 or any(t.start < e and s < t.end or _alias(sentence, (s, e), (t.start, t.end)) for s, e in mine)
             ):
                 continue
-            rival = max(rival, _place_score(evidence, n, t.start, t.end, slot))
-    margin = SLOT_MARGIN if is_japanese(question.text) else SLOT_MARGIN_EN
-    if slot.top_held < EVIDENCE_HELD or best < rival - margin:
-        return Finding(1, head.text, head.kind, occ.sentence.text, occ.block)
-    return None
+            rivals.append(_place_signs(evidence, n, t.start, t.end, slot))
+    places = SlotPlaces(tuple(s for s, _, _ in answers), tuple(rivals), slot.top_held >= EVIDENCE_HELD)
+    if places.fills(SLOT_MARGIN if is_japanese(question.text) else SLOT_MARGIN_EN):
+        return None, places
+    scores, _ = places.scores()
+    occ = answers[scores.index(max(scores))][1]
+    return Finding(1, head.text, head.kind, occ.sentence.text, occ.block), places
 
 
 def _leans_on_question(claim: Analysis) -> bool:
@@ -740,6 +780,25 @@ def _leans_on_question(claim: Analysis) -> bool:
     return True
 
 
+def slot_places(claim: str, evidence: list[tuple[int, str]], question: str) -> SlotPlaces | None:
+    """The places ``align`` weighs a bare answer at, when it gets as far as weighing them.
+
+    None when the verdict on ``claim`` does not turn on where it stands: it is not a bare
+    answer, a term of it is not in ``evidence``, it only repeats the question, or the question
+    has no words to place it by. Same arguments as ``align``, whose code path this is, so
+    SLOT_WEIGHTS and SLOT_MARGIN can be fitted on exactly what the verdict weighs
+    (bench/verifier_fit.py).
+
+    Example::
+
+        >>> ev = [(1, "梅雨は北海道と小笠原諸島を除く日本でみられる。梅雨入りは沖縄で5月10日ごろである。")]
+        >>> places = slot_places("小笠原諸島です。", ev, "日本で梅雨がないのは北海道とどこか。")
+        >>> places.answer[0]["anchor_before"], places.rivals[0]["anchor_before"]  # 北海道と｜どこ
+        (1.0, 0.0)
+    """
+    return _align(claim, evidence, question)[1]
+
+
 def align(claim: str, evidence: list[tuple[int, str]], question: str | None = None) -> list[Finding]:
     """Findings for each key term of ``claim`` against the cited ``evidence`` (block number, text).
 
@@ -751,12 +810,19 @@ def align(claim: str, evidence: list[tuple[int, str]], question: str | None = No
         >>> [f.cls for f in align("梅雨は雨季と小笠原諸島を除く日本でみられる。", ev)]
         [1]
     """
+    return _align(claim, evidence, question)[0]
+
+
+def _align(
+    claim: str, evidence: list[tuple[int, str]], question: str | None
+) -> tuple[list[Finding], SlotPlaces | None]:
     c = analyse(claim)
     sentences = [(n, s) for n, text in evidence for s in evidence_sentences(text)]
     q = analyse(question) if question and _leans_on_question(c) else None
     # A claim that restates one evidence sentence must keep its terms in that sentence.
     restated = _restated(c, sentences) if q is None else None
     findings: list[Finding] = []
+    places = None
     # Score every (claim term, evidence occurrence) pair, then let the best pairs claim their occurrences first.
     pending: list[tuple[Term, set[str], list[_Occurrence]]] = []
     for term in c.terms:
@@ -814,7 +880,7 @@ def align(claim: str, evidence: list[tuple[int, str]], question: str | None = No
         if _asks_for_slot(q) and not any(t.forms or t.number for t in c.tokens):
             findings.append(Finding(2, c.text, "term", reason="says nothing the evidence could back"))
     elif q is not None and not findings:
-        slot = _slot_check(c, q, sentences)
+        slot, places = _slot_check(c, q, sentences)
         if slot:
             findings.append(slot)
-    return [replace(f, claim=claim) for f in findings]
+    return [replace(f, claim=claim) for f in findings], places

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kotae.contracts import Evidence
-from kotae.services.verifier.alignment import align
+from kotae.services.verifier.alignment import SLOT_MARGIN, SLOT_WEIGHTS, align, slot_places
 from kotae.services.verifier.logic import verify
 
 TSUYU = Evidence(
@@ -253,3 +253,28 @@ def test_evidence_that_does_not_address_the_question_backs_no_bare_answer() -> N
     # Okinawa is in the evidence, but nothing there is about France.
     assert check("沖縄です[1]。", "フランスの首都はどこか。").verdict == 1
     assert check("Aiko Tanaka[1].", "Who founded the Louvre?").verdict == 1
+
+
+# --- the places a bare answer is weighed at ----------------------------------------------
+
+
+def test_the_right_answers_place_outscores_its_rivals_and_decides_the_verdict() -> None:
+    # 小笠原諸島 follows 北海道と, as どこ does in the question; 沖縄 is in a sentence about something else.
+    evidence = [(1, TSUYU.text)]
+    right = slot_places("小笠原諸島です。", evidence, WHERE)
+    wrong = slot_places("沖縄です。", evidence, WHERE)
+    assert right is not None and wrong is not None
+    assert set(right.answer[0]) == set(SLOT_WEIGHTS)
+    mine, rivals = right.scores()
+    assert rivals and max(mine) > max(rivals)
+    assert right.fills(SLOT_MARGIN) and not wrong.fills(SLOT_MARGIN)
+    # The same places as the verdict weighs.
+    assert check("小笠原諸島です[1]。", WHERE).verdict == 0
+    assert check("沖縄です[1]。", WHERE).verdict == 1
+
+
+def test_an_answer_whose_verdict_does_not_turn_on_its_place_has_no_places() -> None:
+    evidence = [(1, TSUYU.text)]
+    assert slot_places("北海道です。", evidence, WHERE) is None  # only repeats the question
+    assert slot_places("京都です。", evidence, WHERE) is None  # not in the evidence
+    assert slot_places("梅雨は北海道と小笠原諸島を除く日本でみられる。", evidence, WHERE) is None  # not bare
