@@ -160,10 +160,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"unknown stage {args.stage!r}; expected one of {', '.join(STAGES)}")
     stack = None
     if not settings.nats_url:
-        stack = Stack(settings, stages=())
-        url = stack.start_server()
-        settings = settings.model_copy(update={"nats_url": url})
-        print(f"kotae: started nats-server at {url} (set KOTAE_NATS_URL to share one)", file=sys.stderr)
+        stack = Stack(settings, stages=(), client=args.stage)
+        stack.start_server()
+        settings = stack.settings_for()
+        print(
+            f"kotae: started nats-server at {stack.address}; other processes connect with the credentials "
+            f"in {stack.write_env_files()}/<user>.env (or set KOTAE_NATS_URL to share a server)",
+            file=sys.stderr,
+        )
     module = importlib.import_module(f"kotae.services.{args.stage}.main")
     app = module.build_app(settings)
     try:
@@ -178,9 +182,18 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.stack import Stack
 
     async def run() -> None:
-        stack = Stack(settings, replicas=args.replicas)
+        from kotae.bus.access import STACK
+
+        stack = Stack(settings, replicas=args.replicas, client=STACK)
         await stack.start()
-        print(f"kotae is up: nats {stack.url}, stages {', '.join(stack.stages)}; logs in {stack.log_dir}", flush=True)
+        print(f"kotae is up: nats {stack.address}, stages {', '.join(stack.stages)}; logs in {stack.log_dir}", flush=True)
+        env_dir = stack.write_env_files()
+        if env_dir:
+            print(
+                f"Other processes log in with the credentials in {env_dir}, e.g. "
+                f"set -a; . {env_dir}/replay.env; set +a; kotae ingest replay FILE",
+                flush=True,
+            )
         print("Ctrl-C stops every process.", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -214,13 +227,14 @@ def _load_kb_if_given(path: str | None, name: str, settings: Settings) -> None:
 
 
 async def _replay_on_stack(settings: Settings, comments: list[Any], timeout: float, wait_evals: float) -> Any:
+    from kotae.bus.access import REPLAY
     from kotae.replay import run_replay
     from kotae.stack import Stack
 
-    stack = Stack(settings)
+    stack = Stack(settings, client=REPLAY)
     await stack.start()
     try:
-        return await run_replay(settings, stack.url, comments, timeout=timeout, wait_for_evaluations=wait_evals)
+        return await run_replay(stack.settings_for(), stack.address, comments, timeout=timeout, wait_for_evaluations=wait_evals)
     finally:
         stack.stop()
 
@@ -345,10 +359,12 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.stack import Stack
 
     async def run() -> list[Any]:
-        stack = Stack(settings, stages=())
-        url = stack.start_server()
+        from kotae.bus.access import REPORT
+
+        stack = Stack(settings, stages=(), client=REPORT)
+        stack.start_server()
         try:
-            return await collect_evaluations(settings, url)
+            return await collect_evaluations(stack.settings_for(), stack.address)
         finally:
             stack.stop()
 
@@ -380,7 +396,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     versions = sorted({q.set_version for q in questions})
 
     async def run() -> list[tuple[Any, Any]]:
-        stack = Stack(settings)
+        from kotae.bus.access import REPLAY
+
+        stack = Stack(settings, client=REPLAY)
         await stack.start()
         try:
             runs = []
@@ -388,7 +406,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                 batch = [q for q in questions if q.set_version == version]
                 comments = [RawComment(id=q.id, author="kotae-eval", text=q.text, published_at=q.at) for q in batch]
                 result = await run_replay(
-                    settings, stack.url, comments, timeout=args.timeout, source=f"eval:{version}", wait_for_evaluations=15.0
+                    stack.settings_for(), stack.address, comments, timeout=args.timeout, source=f"eval:{version}",
+                    wait_for_evaluations=15.0,
                 )
                 runs.append((batch, result))
             return runs
@@ -587,7 +606,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.model_copy(update={"log_level": "warning"}) if settings.log_level == "info" else settings)
     try:
         return args.func(args, settings)
-    except (CommandError, KnowledgeBaseError, CommentInputError, TransientError, EmbeddingMismatch, QuestionSetError) as exc:
+    except (
+        CommandError, KnowledgeBaseError, CommentInputError, TransientError, EmbeddingMismatch, QuestionSetError, SettingsError
+    ) as exc:
         print(f"kotae: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ what they share so a stage folder shows only its own logic and wiring.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from faststream import FastStream
 from faststream.specification import AsyncAPI
@@ -16,12 +17,22 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from kotae import __version__
+from kotae.bus.access import DEFAULT_NATS_URL, broker_options, refuse_on_tls_error, without_credentials
 from kotae.bus.topology import ensure_streams
 from kotae.logs import configure_logging, get_logger
 from kotae.settings import Settings
 from kotae.tracing import build_tracer_provider
 
-DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+class _StageBroker(NatsBroker):
+    """A NatsBroker that remembers whether it ever connected (see ``refuse_on_tls_error``)."""
+
+    connected_once = False
+
+    async def connect(self) -> Any:
+        connection = await super().connect()
+        self.connected_once = True
+        return connection
 
 
 def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = None) -> NatsBroker:
@@ -29,23 +40,19 @@ def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = 
     middlewares = []
     if tracer_provider is not None:
         middlewares.append(NatsTelemetryMiddleware(tracer_provider=tracer_provider))
-    security = None
-    if settings.nats_user:
-        from faststream.nats.security import NatsUserPassword
-
-        password = settings.nats_password.get_secret_value() if settings.nats_password else ""
-        security = NatsUserPassword(settings.nats_user, password)
-    return NatsBroker(
-        settings.nats_servers or [DEFAULT_NATS_URL],
-        security=security,
+    options = broker_options(settings)
+    broker = _StageBroker(
+        **options,
+        error_cb=refuse_on_tls_error(settings, while_=lambda: not broker.connected_once),
         logger=None,
         middlewares=middlewares,
         max_reconnect_attempts=-1,
         reconnect_time_wait=1,
         # On SIGTERM, in-flight handlers get this long to finish before the process exits;
-        # whatever is still unacked then is redelivered to another replica.
+        # whatever is unfinished then is handed back (nak) for another replica (see StageEdge).
         graceful_timeout=15.0,
     )
+    return broker
 
 
 def build_stage_app(
@@ -85,7 +92,7 @@ def build_stage_app(
 
             serve_metrics(settings.metrics_port)
         log.info(
-            "stage.started", service=service, nats=settings.nats_url or DEFAULT_NATS_URL,
+            "stage.started", service=service, nats=without_credentials(settings.nats_url or DEFAULT_NATS_URL),
             inflight=settings.inflight, metrics_port=settings.metrics_port,
         )
 

@@ -6,6 +6,8 @@ message that names the variable.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -30,6 +32,17 @@ class Settings(BaseSettings):
     nats_url: str | None = Field(default=None, description="Use this NATS server instead of starting one.")
     nats_user: str | None = Field(default=None, description="NATS user of this process (each service has its own, with its own permissions).")
     nats_password: SecretStr | None = Field(default=None, description="Password of KOTAE_NATS_USER.")
+    nats_creds: Path | None = Field(
+        default=None, description="NATS credentials file (user JWT and NKey seed), instead of KOTAE_NATS_USER/PASSWORD."
+    )
+    nats_tls_ca: Path | None = Field(default=None, description="CA bundle that signed the NATS server's certificate (TLS).")
+    nats_tls_cert: Path | None = Field(default=None, description="Client certificate for mutual TLS (with KOTAE_NATS_TLS_KEY).")
+    nats_tls_key: Path | None = Field(default=None, description="Private key of KOTAE_NATS_TLS_CERT.")
+    nats_inbox_prefix: str | None = Field(
+        default=None,
+        description="Prefix of this process's reply subjects; unset: _INBOX_<KOTAE_NATS_USER> with a user "
+        "(what kotae's generated NATS users may read), else _INBOX.",
+    )
     stream_id: str = Field(default="default", min_length=1, description="Stream id stamped on ingested comments.")
     kb: str = Field(default="default", min_length=1, description="Knowledge base the stream is bound to.")
 
@@ -68,6 +81,10 @@ class Settings(BaseSettings):
     fusion_words: float = Field(default=0.75, ge=0, description="Weight of BM25 over words in hybrid fusion.")
     fusion_chars: float = Field(default=1.0, ge=0, description="Weight of BM25 over character n-grams.")
     fusion_dense: float = Field(default=0.1, ge=0, description="Weight of the embedding similarity.")
+    rescore_pool: int = Field(
+        default=30, ge=0, le=100,
+        description="Fused candidates that the second stage reorders (kotae.knowledge.rescore); 0 keeps the fused order.",
+    )
     clarify_ttl_s: float = Field(default=180.0, gt=0, description="How long an ask-back waits for the viewer's reply.")
     rewrite_model: str | None = Field(
         default=None,
@@ -195,6 +212,23 @@ class Settings(BaseSettings):
     def kb_for(self, stream_id: str) -> str:
         """The knowledge base a stream is bound to."""
         return self.kb_bindings.get(stream_id, self.kb)
+
+    @field_validator("nats_creds", "nats_tls_ca", "nats_tls_cert", "nats_tls_key")
+    @classmethod
+    def _readable_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not (value.is_file() and os.access(value, os.R_OK)):
+            raise ValueError(f"no readable file at {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _nats_credentials_consistent(self) -> "Settings":
+        if (self.nats_tls_cert is None) != (self.nats_tls_key is None):
+            raise ValueError("KOTAE_NATS_TLS_CERT and KOTAE_NATS_TLS_KEY go together (mutual TLS needs both)")
+        if self.nats_creds is not None and self.nats_user:
+            raise ValueError("KOTAE_NATS_CREDS and KOTAE_NATS_USER are alternatives: set one")
+        if self.nats_creds is not None and importlib.util.find_spec("nkeys") is None:
+            raise ValueError("KOTAE_NATS_CREDS needs the nkeys package to sign the server's challenge (pip install 'kotae[creds]')")
+        return self
 
     @model_validator(mode="after")
     def _gates_ordered(self) -> "Settings":

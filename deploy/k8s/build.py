@@ -1,4 +1,5 @@
-"""Kubernetes objects for every kotae stage: writes deploy/k8s/stages.yaml.
+"""Kubernetes objects for every kotae stage, and the NATS users: writes deploy/k8s/stages.yaml,
+deploy/k8s/nats-values.yaml and deploy/nats/nats-server.conf.
 
     python deploy/k8s/build.py
 
@@ -7,7 +8,8 @@ Per stage: a Deployment (probes on /metrics, resources, settings from the
 ``kotae-secrets`` Secret, the password of that stage's own NATS user from
 ``kotae-nats``), a Service
 for Prometheus, and a KEDA ScaledObject that scales the stage on its JetStream
-consumer's lag. A test rebuilds it and checks the file is current.
+consumer's lag. The NATS users and their permissions come from kotae.bus.access,
+which the embedded server uses too. A test rebuilds the files and checks they are current.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from typing import Any
 
 import yaml
 
+from kotae.bus.access import password_variable, render_conf, service_users, user_entries
+from kotae.bus.access import stage_subjects  # noqa: F401  (the manifests test checks the users against it)
+from kotae.settings import Settings
+
 OUT = Path(__file__).parent / "stages.yaml"
 NATS_VALUES = Path(__file__).parent / "nats-values.yaml"
+NATS_CONF = Path(__file__).parents[1] / "nats" / "nats-server.conf"
 NAMESPACE = "kotae"
 IMAGE = "ghcr.io/kotae/kotae:0.1.0"
 NATS_URL = "nats://nats.nats.svc:4222"
@@ -134,72 +141,9 @@ def scaled_object(stage: str, spec: tuple[str, str, str, str, str, str, int, int
     }
 
 
-def stage_subjects() -> dict[str, tuple[list[str], str]]:
-    """Per stage: the subjects its router declares it publishes, and the subject it consumes."""
-    from kotae.services.evaluator.handlers import build_router as evaluator
-    from kotae.services.generator.handlers import build_router as generator
-    from kotae.services.reranker.handlers import build_router as reranker
-    from kotae.services.retriever.handlers import build_router as retriever
-    from kotae.services.verifier.handlers import build_router as verifier
-    from kotae.settings import load_settings
-
-    settings = load_settings(reranker_offline="keep_top_n")  # no model to load just to list subjects
-    builders = {"retriever": retriever, "reranker": reranker, "generator": generator, "verifier": verifier, "evaluator": evaluator}
-    out = {}
-    for stage, build in builders.items():
-        router = build(settings)
-        published = sorted({p.subject.broker_address for p in router.publishers})
-        (consumed,) = {s.subject.broker_address for s in router.subscribers}
-        out[stage] = (published, consumed)
-    return out
-
-
-def _js_consumer(stream: str, durable: str) -> list[str]:
-    """What a process needs to bind and pull from its durable consumer, and to ack."""
-    return [
-        f"$JS.API.CONSUMER.INFO.{stream}.{durable}",
-        f"$JS.API.CONSUMER.CREATE.{stream}.{durable}.>",
-        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{durable}",
-        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
-        f"$JS.ACK.{stream}.{durable}.>",
-    ]
-
-
-# Every process declares the streams it uses on start-up (idempotent) and reads stream info.
-_STREAM_ADMIN = ["$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.NAMES"]
-# Key-value buckets: the ask-back state (retriever, ingest) and ingest's own state.
-_KV = {
-    "retriever": ["kotae_clarify"],
-    "ingest": ["kotae_clarify", "kotae_ingest"],
-}
-
-
-def _kv(bucket: str) -> list[str]:
-    return [f"$KV.{bucket}.>", f"$JS.API.STREAM.MSG.GET.KV_{bucket}", f"$JS.API.DIRECT.GET.KV_{bucket}.>",
-            f"$JS.API.CONSUMER.CREATE.KV_{bucket}.>"]
-
-
 def nats_users() -> list[dict[str, Any]]:
-    """One NATS user per service, allowed to publish exactly its own outputs."""
-    users = []
-    for stage, (published, consumed) in stage_subjects().items():
-        stream, durable = STAGES[stage][0], STAGES[stage][1]
-        allow = [*published, *_STREAM_ADMIN, *_js_consumer(stream, durable)]
-        for bucket in _KV.get(stage, []):
-            allow += _kv(bucket)
-        users.append({"user": stage, "password": f"$NATS_PASSWORD_{stage.upper()}",
-                      "permissions": {"publish": {"allow": allow}, "subscribe": {"allow": ["_INBOX.>"]}}})
-        assert consumed  # every stage consumes exactly one subject
-    ingest_allow = ["kotae.comment.v1", "kotae.answer.v1.dropped", *_STREAM_ADMIN]
-    for bucket in _KV["ingest"]:
-        ingest_allow += _kv(bucket)
-    users.append({"user": "ingest", "password": "$NATS_PASSWORD_INGEST",
-                  "permissions": {"publish": {"allow": ingest_allow}, "subscribe": {"allow": ["_INBOX.>"]}}})
-    # Overlays, TTS and other readers of the answers only read: their own durable or ordered consumers.
-    users.append({"user": "reader", "password": "$NATS_PASSWORD_READER",
-                  "permissions": {"publish": {"allow": ["$JS.API.CONSUMER.>", "$JS.ACK.KOTAE_ANSWERS.>", "$JS.API.STREAM.INFO.KOTAE_ANSWERS"]},
-                                  "subscribe": {"allow": ["_INBOX.>", "kotae.answer.v1.>"]}}})
-    return users
+    """One NATS user per service (kotae.bus.access, as the embedded server), passwords from the environment."""
+    return user_entries(dict(service_users(Settings.model_construct())))  # defaults, not this shell's environment
 
 
 def nats_values() -> dict[str, Any]:
@@ -222,8 +166,8 @@ def nats_values() -> dict[str, Any]:
         },
         "container": {
             "env": {
-                f"NATS_PASSWORD_{u}": {"valueFrom": {"secretKeyRef": {"name": "kotae-nats", "key": u.lower()}}}
-                for u in ["RETRIEVER", "RERANKER", "GENERATOR", "VERIFIER", "EVALUATOR", "INGEST", "READER", "SYS"]
+                password_variable(u["user"]): {"valueFrom": {"secretKeyRef": {"name": "kotae-nats", "key": u["user"]}}}
+                for u in [*nats_users(), {"user": "sys"}]
             }
         },
         "promExporter": {"enabled": True, "port": 7777, "podMonitor": {"enabled": False}},
@@ -240,11 +184,66 @@ def documents() -> list[dict[str, Any]]:
 HEAD = "# Generated by deploy/k8s/build.py — edit that file, not this one.\n"
 
 
+NATS_CONF_HEAD = """\
+# One node of a 3-node JetStream cluster for kotae (start three, each with its own
+# server_name, store_dir and ports; list the other two under cluster.routes).
+#
+# Clients: mutual TLS (kotae's processes set KOTAE_NATS_TLS_CA, KOTAE_NATS_TLS_CERT and
+# KOTAE_NATS_TLS_KEY), then one user per service (KOTAE_NATS_USER/KOTAE_NATS_PASSWORD) whose
+# permissions come from kotae/bus/access.py. The server reads each password from its own
+# environment: NATS_PASSWORD_RETRIEVER, NATS_PASSWORD_RERANKER, ... NATS_PASSWORD_SYS.
+"""
+
+NATS_CONF_BODY = """\
+server_name: kotae-nats-1
+listen: 0.0.0.0:4222
+http: 0.0.0.0:8222          # /healthz, /jsz for monitoring and the Prometheus exporter
+
+max_payload: 1MB
+
+tls {
+  cert_file: /etc/nats/tls/server.pem
+  key_file: /etc/nats/tls/server-key.pem
+  ca_file: /etc/nats/tls/ca.pem
+  verify: true              # a client without a certificate signed by ca.pem is refused
+}
+
+jetstream {
+  store_dir: /data/jetstream
+  # fsync every write. The default (2m) acknowledges writes that a power failure on
+  # a majority of nodes can still lose; answers and the audit log are worth the cost.
+  sync_interval: always
+  max_file_store: 20GB
+}
+
+cluster {
+  name: kotae
+  listen: 0.0.0.0:6222
+  routes: [
+    nats-route://kotae-nats-2:6222
+    nats-route://kotae-nats-3:6222
+  ]
+}
+
+system_account: SYS
+"""
+
+
+def nats_conf() -> str:
+    """deploy/nats/nats-server.conf: the same account and users as the Helm values."""
+    accounts = {
+        "KOTAE": {"jetstream": "enabled", "users": nats_users()},
+        "SYS": {"users": [{"user": "sys", "password": "$" + password_variable("sys")}]},
+    }
+    return HEAD + NATS_CONF_HEAD + "\n" + NATS_CONF_BODY + "\naccounts " + render_conf(accounts) + "\n"
+
+
 def render() -> dict[Path, str]:
     return {
         OUT: HEAD + yaml.safe_dump_all(documents(), sort_keys=False, allow_unicode=True),
         NATS_VALUES: HEAD + "# helm install nats nats/nats -n nats -f deploy/k8s/nats-values.yaml\n"
         + yaml.safe_dump(nats_values(), sort_keys=False, allow_unicode=True),
+        NATS_CONF: nats_conf(),
     }
 
 

@@ -37,6 +37,7 @@ from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
 from kotae import metrics
+from kotae.bus.access import inbox_prefix
 from kotae.bus.topology import CONSUMERS, ConsumerSpec
 from kotae.contracts import AnswerV1, CommentV1, DeadLetterV1, subjects
 from kotae.settings import Settings
@@ -230,6 +231,10 @@ class StageEdge:
         }
         if inflight > 1:
             options["max_workers"] = inflight
+        prefix = inbox_prefix(self.settings)
+        if prefix:
+            # Pull replies arrive on this process's own inbox: a kotae NATS user may read no other.
+            options["inbox_prefix"] = prefix.encode() + b"."
         options.update(overrides)
         return options
 

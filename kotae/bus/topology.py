@@ -24,7 +24,7 @@ from nats.js.api import (
 from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
 
 from kotae.contracts import subjects
-from kotae.settings import Settings, servers_of
+from kotae.settings import Settings
 
 DAY = 24 * 3600.0
 
@@ -98,10 +98,9 @@ async def ensure_streams(js: JetStreamContext, settings: Settings, *, patience_s
 
 async def ensure_streams_at(url: str, settings: Settings) -> None:
     """Connect to ``url`` and declare the streams."""
-    auth = {}
-    if settings.nats_user:
-        auth = {"user": settings.nats_user, "password": settings.nats_password.get_secret_value() if settings.nats_password else ""}
-    nc = await nats.connect(servers=servers_of(url), **auth)
+    from kotae.bus.access import connect_options  # access builds on the consumers declared here
+
+    nc = await nats.connect(**connect_options(settings, url))
     try:
         await ensure_streams(nc.jetstream(), settings)
     finally:

@@ -19,7 +19,8 @@ import nats
 from nats.js.api import DeliverPolicy
 
 from kotae.contracts import EvaluationV1, subjects
-from kotae.settings import Settings, servers_of
+from kotae.bus.access import connect_options
+from kotae.settings import Settings
 from kotae.services.evaluator.counting import JUDGEMENTS, SCORES, grouped, judgement_ratio, score_ratio, summarize
 
 METRICS = SCORES + JUDGEMENTS
@@ -27,8 +28,7 @@ METRICS = SCORES + JUDGEMENTS
 
 async def collect_evaluations(settings: Settings, url: str, *, idle: float = 0.5) -> list[EvaluationV1]:
     """Every evaluation in the audit stream (records that no longer parse are skipped)."""
-    auth = {"user": settings.nats_user, "password": settings.nats_password.get_secret_value() if settings.nats_password else ""}
-    nc = await nats.connect(servers=servers_of(url), **(auth if settings.nats_user else {}))
+    nc = await nats.connect(**connect_options(settings, url))
     try:
         js = nc.jetstream()
         try:

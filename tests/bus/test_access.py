@@ -1,0 +1,290 @@
+"""NATS users, TLS and credentials (kotae/bus/access.py), enforced by a real nats-server.
+
+The embedded server runs with the generated users: each stage's user stores
+its own outputs and is refused everything that belongs to another stage —
+publishing its subjects, pulling its consumer, reading its inbox. A server
+with mutual TLS (certificates from ``trustme``) serves a stage that has the
+right CA and client certificate, and refuses one that lacks either with a
+message naming the setting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+import trustme
+from pydantic import SecretStr
+
+from kotae.bus import access
+from kotae.bus.embedded import EmbeddedNats, find_nats_server
+from kotae.bus.topology import CONSUMERS, ensure_streams_at
+from kotae.contracts import AnswerV1, subjects
+from kotae.runtime import make_broker
+from kotae.settings import Settings, SettingsError, load_settings
+
+from tests.integration.stages import running_stages
+from tests.services.verifier.test_handlers import FAITHFUL, draft
+
+# --- settings and options --------------------------------------------------------------
+
+
+def test_a_missing_tls_file_stops_start_up_naming_the_variable_and_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "ca.pem"
+    with pytest.raises(SettingsError) as err:
+        load_settings(nats_tls_ca=missing)
+    assert "KOTAE_NATS_TLS_CA" in str(err.value) and str(missing) in str(err.value)
+    with pytest.raises(SettingsError) as err:
+        load_settings(nats_creds=tmp_path / "kotae.creds")
+    assert "KOTAE_NATS_CREDS" in str(err.value) and str(tmp_path / "kotae.creds") in str(err.value)
+
+
+def test_a_client_certificate_needs_its_key_and_a_creds_file_excludes_a_password(tmp_path: Path) -> None:
+    cert = tmp_path / "client.pem"
+    cert.write_text("x")
+    with pytest.raises(SettingsError, match="KOTAE_NATS_TLS_CERT and KOTAE_NATS_TLS_KEY go together"):
+        load_settings(nats_tls_cert=cert)
+    creds = tmp_path / "kotae.creds"
+    creds.write_text("x")
+    with pytest.raises(SettingsError, match="KOTAE_NATS_CREDS"):
+        load_settings(nats_creds=creds, nats_user="verifier")
+
+
+def test_a_creds_file_is_handed_to_the_client_or_refused_without_nkeys(tmp_path: Path) -> None:
+    creds = tmp_path / "kotae.creds"
+    creds.write_text("-----BEGIN NATS USER JWT-----\n", encoding="utf-8")
+    if importlib.util.find_spec("nkeys") is None:
+        with pytest.raises(SettingsError, match="KOTAE_NATS_CREDS needs the nkeys package"):
+            load_settings(nats_creds=creds)
+    else:
+        options = access.connect_options(load_settings(nats_creds=creds))
+        assert options["user_credentials"] == str(creds) and "user" not in options
+
+
+def test_a_service_connects_with_its_user_and_reads_replies_on_its_own_inbox() -> None:
+    settings = load_settings(nats_url="nats://a:4222,nats://b:4222", nats_user="verifier", nats_password="pw")
+    options = access.connect_options(settings)
+    assert options["servers"] == ["nats://a:4222", "nats://b:4222"]
+    assert (options["user"], options["password"], options["inbox_prefix"]) == ("verifier", "pw", "_INBOX_verifier")
+    assert "tls" not in options and "user_credentials" not in options
+    assert access.service_users(settings)["verifier"].subscribe == ("_INBOX_verifier.>",)
+    assert access.without_credentials("nats://u:secret@h:4222,nats://h2:4222") == "nats://h:4222,nats://h2:4222"
+
+
+# --- the embedded server's users -------------------------------------------------------
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[EmbeddedNats]:
+    users = access.embedded_users(load_settings(data_dir=tmp_path / "data"), admin=True)
+    server = EmbeddedNats(tmp_path / "js", users=users)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def connect_as(server: EmbeddedNats, user: str, errors: list[Exception] | None = None) -> nats.NATS:
+    async def on_error(exc: Exception) -> None:
+        if errors is not None:
+            errors.append(exc)
+
+    return await nats.connect(server.url, user=user, password=server.passwords[user],
+                              inbox_prefix=access.inbox_of(user), error_cb=on_error)
+
+
+async def stored(js: Any) -> dict[str, int]:
+    return {name: (await js.stream_info(name)).state.messages for name in subjects.STREAM_SUBJECTS}
+
+
+async def test_each_stage_stores_its_own_outputs_and_is_refused_every_other_stages(
+    secured: EmbeddedNats, settings: Settings
+) -> None:
+    admin = settings.model_copy(update={"nats_user": access.ADMIN, "nats_password": SecretStr(secured.passwords[access.ADMIN])})
+    await ensure_streams_at(secured.url, admin)
+    watcher = await connect_as(secured, access.ADMIN)
+    js = watcher.jetstream()
+    outputs = {stage: set(published) for stage, (published, _) in access.stage_subjects().items()}
+    everyone = set().union(*outputs.values(), {subjects.COMMENT})
+    for stage, own in outputs.items():
+        errors: list[Exception] = []
+        nc = await connect_as(secured, stage, errors)
+        for subject in sorted(own):  # its own outputs are stored
+            ack = await nc.jetstream().publish(subject, b"{}", headers={"Nats-Msg-Id": f"{stage}:{subject}"})
+            assert ack.stream == subjects.stream_of(subject)
+        before = await stored(js)
+        foreign = sorted(everyone - own)
+        for subject in foreign:
+            await nc.publish(subject, b"{}")
+        others = [spec for name, spec in CONSUMERS.items() if name != stage]
+        for spec in others:  # nor may it take another stage's input from its consumer
+            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{spec.stream}.{spec.durable}", b"1", reply=f"{access.inbox_of(stage)}.x")
+        await nc.flush()
+        for _ in range(100):
+            if len(errors) >= len(foreign) + len(others):
+                break
+            await asyncio.sleep(0.02)
+        await nc.close()
+        refused = " ".join(str(e) for e in errors)
+        assert len(errors) == len(foreign) + len(others), (stage, errors)
+        assert all("permissions violation for publish" in str(e).lower() for e in errors), errors
+        assert all(f'"{subject}"' in refused for subject in foreign)
+        assert await stored(js) == before, f"{stage} got a message into a stream it may not write"
+    await watcher.close()
+
+
+async def test_a_stage_may_not_read_what_is_delivered_to_another(secured: EmbeddedNats) -> None:
+    for subject in ("_INBOX.>", f"{access.inbox_of('retriever')}.>", subjects.COMMENT, subjects.DRAFT):
+        errors: list[Exception] = []
+        nc = await connect_as(secured, "verifier", errors)
+        await nc.subscribe(subject)
+        await nc.flush()
+        for _ in range(50):
+            if errors:
+                break
+            await asyncio.sleep(0.02)
+        await nc.close()
+        assert errors and "permissions violation for subscription" in str(errors[0]).lower(), (subject, errors)
+
+
+async def test_a_reader_follows_the_answers_but_may_not_touch_the_evaluators_consumer(
+    secured: EmbeddedNats, settings: Settings
+) -> None:
+    admin = settings.model_copy(update={"nats_user": access.ADMIN, "nats_password": SecretStr(secured.passwords[access.ADMIN])})
+    await ensure_streams_at(secured.url, admin)
+    verifier = await connect_as(secured, "verifier")
+    await verifier.jetstream().publish(subjects.answer("verified"), b'{"comment_id": "r-1"}')
+    await verifier.close()
+    errors: list[Exception] = []
+    reader = await connect_as(secured, "reader", errors)
+    sub = await reader.jetstream().subscribe(subjects.ANSWER_ALL, ordered_consumer=True)
+    assert (await sub.next_msg(timeout=5)).data == b'{"comment_id": "r-1"}'
+    evaluator = CONSUMERS["evaluator"]
+    for verb in ("DELETE", "MSG.NEXT", "INFO"):
+        await reader.publish(f"$JS.API.CONSUMER.{verb}.{evaluator.stream}.{evaluator.durable}", b"", reply="_INBOX_reader.x")
+    await reader.flush()
+    for _ in range(50):
+        if len(errors) >= 3:
+            break
+        await asyncio.sleep(0.02)
+    await reader.close()
+    assert len(errors) == 3 and all("permissions violation for publish" in str(e).lower() for e in errors), errors
+
+
+async def test_a_wrong_password_is_refused_and_the_config_on_disk_holds_none(secured: EmbeddedNats) -> None:
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await nats.connect(secured.url, user="verifier", password="nope", allow_reconnect=False, max_reconnect_attempts=0)
+    config = secured.store_dir / "nats-server.conf"
+    assert config.stat().st_mode & 0o777 == 0o600
+    text = config.read_text()
+    assert "$NATS_PASSWORD_VERIFIER" in text
+    assert not any(password in text for password in secured.passwords.values())
+    assert "passwords" not in repr(secured)
+
+
+# --- TLS ---------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Certificates:
+    """A CA, the server's certificate for 127.0.0.1, and a client certificate, as PEM files."""
+
+    def __init__(self, folder: Path) -> None:
+        ca = trustme.CA()
+        server = ca.issue_cert("127.0.0.1", "localhost")
+        client = ca.issue_cert("kotae-verifier")
+        self.ca = folder / "ca.pem"
+        self.server_cert, self.server_key = folder / "server.pem", folder / "server-key.pem"
+        self.client_cert, self.client_key = folder / "client.pem", folder / "client-key.pem"
+        ca.cert_pem.write_to_path(str(self.ca))
+        server.cert_chain_pems[0].write_to_path(str(self.server_cert))
+        server.private_key_pem.write_to_path(str(self.server_key))
+        client.cert_chain_pems[0].write_to_path(str(self.client_cert))
+        client.private_key_pem.write_to_path(str(self.client_key))
+
+
+@pytest.fixture
+def certificates(tmp_path: Path) -> Certificates:
+    folder = tmp_path / "tls"
+    folder.mkdir()
+    return Certificates(folder)
+
+
+@pytest.fixture
+def mtls_nats(tmp_path: Path, certificates: Certificates) -> Iterator[str]:
+    """A nats-server that accepts only TLS clients whose certificate its CA signed."""
+    port = _free_port()
+    config = {
+        "listen": f"127.0.0.1:{port}",
+        "jetstream": {"store_dir": str(tmp_path / "js")},
+        "tls": {"cert_file": str(certificates.server_cert), "key_file": str(certificates.server_key),
+                "ca_file": str(certificates.ca), "verify": True, "timeout": 2},
+    }
+    conf = tmp_path / "tls.conf"
+    conf.write_text(json.dumps(config), encoding="utf-8")  # nats-server reads JSON as its config
+    proc = subprocess.Popen([str(find_nats_server()), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "nats-server exited"
+            assert time.monotonic() < deadline, "nats-server did not start"
+            time.sleep(0.05)
+    yield f"nats://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def with_tls(settings: Settings, url: str, **files: Path | None) -> Settings:
+    return settings.model_copy(update={"nats_url": url, **{f"nats_tls_{name}": path for name, path in files.items()}})
+
+
+async def test_a_stage_with_the_ca_and_its_client_certificate_handles_a_message_over_mutual_tls(
+    mtls_nats: str, settings: Settings, certificates: Certificates
+) -> None:
+    secure = with_tls(settings, mtls_nats, ca=certificates.ca, cert=certificates.client_cert, key=certificates.client_key)
+    async with running_stages(secure, mtls_nats, stages=("verifier",)):
+        nc = await nats.connect(**access.connect_options(secure))
+        js = nc.jetstream()
+        sub = await js.subscribe(subjects.answer("verified"), ordered_consumer=True)
+        await js.publish(subjects.DRAFT, draft(FAITHFUL, comment_id="tls-1").model_dump_json().encode())
+        msg = await sub.next_msg(timeout=30)
+        assert AnswerV1.model_validate_json(msg.data).comment_id == "tls-1"
+        await nc.close()
+
+
+@pytest.mark.parametrize(
+    ("missing", "named"),
+    [("ca", "KOTAE_NATS_TLS_CA"), ("client certificate", "KOTAE_NATS_TLS_CERT")],
+)
+async def test_without_the_ca_or_the_client_certificate_a_stage_is_refused_with_the_setting_to_fix(
+    mtls_nats: str, settings: Settings, certificates: Certificates, missing: str, named: str
+) -> None:
+    if missing == "ca":
+        files = {"cert": certificates.client_cert, "key": certificates.client_key}
+    else:
+        files = {"ca": certificates.ca}
+    insecure = with_tls(settings, mtls_nats, **files)
+    started = time.monotonic()
+    with pytest.raises(access.NatsConnectError, match=named):
+        await make_broker(insecure).connect()  # how a stage connects: it retries other faults for ever
+    with pytest.raises(access.NatsConnectError, match=named):
+        await nats.connect(**access.connect_options(insecure))
+    assert time.monotonic() - started < 10, "a refused certificate is not worth retrying"
