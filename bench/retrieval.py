@@ -6,16 +6,19 @@ Quality: the 1,145 paragraphs of JSQuAD v1.3 validation are a knowledge base (on
 document per paragraph, its article title as the title); each of the 4,442
 questions is a query whose answer is its own paragraph. Each question's three
 searches (words, chars, dense; 30 results each) run once through the real index and
-are fused with the index's own ``fuse``; recall@1/@5 counts documents, for each
-signal alone and for the hybrids, on the even-numbered questions (where the
-fusion weights were chosen, see ``bench/fusion_weights.py``), the odd-numbered ones
-(held out) and all.
+are fused with the index's own ``fuse``; then the question is searched once more as
+the retriever does by default (fusion, then the second stage's rescoring, see
+``kotae.knowledge.rescore``). Recall@1/@5 counts documents, for each signal alone,
+the first stage and the default, on the even-numbered questions (where the fusion
+and rescoring weights were chosen, see ``bench/fusion_weights.py`` and
+``bench/rescoring.py``), the odd-numbered ones (held out) and all.
 
 Speed: the same paragraphs loaded ``--scale`` times as successive versions
 (different validity periods, so ~10,000 chunks): the load (tokenise, embed, index),
 then one comment's retrieval as the retriever runs it (tokenise, embed, search,
-fuse, read the kept hits) for 500 questions, each hybrid in turn on the same
-question with the embedding memo emptied, so every call embeds; ``--rounds`` repeats
+fuse, read the candidates, rescore) for 500 questions, the default and the first
+stage alone in turn on the same question with the embedding memo emptied, so every
+call embeds; ``--rounds`` repeats
 the whole pass (the machine is shared, so look at the spread). Peak RSS of the
 process last.
 
@@ -69,8 +72,14 @@ def default_weights() -> Weights:
     return Weights(s.fusion_words, s.fusion_chars, s.fusion_dense)
 
 
-def collect(records: list[KBRecord], questions: list[tuple[str, str]], work: Path) -> list[dict[str, list[Scored]]]:
-    """Each question's words, chars and dense results (``POOL`` each), from the real index."""
+def collect(
+    records: list[KBRecord], questions: list[tuple[str, str]], work: Path, *, ranked: list[list[str]] | None = None
+) -> list[dict[str, list[Scored]]]:
+    """Each question's words, chars and dense results (``POOL`` each), from the real index.
+
+    With ``ranked``, each question's documents as the default searcher ranks them
+    (first stage and rescoring) are appended to it.
+    """
     store = KnowledgeStore(work / "kb", "jsquad")
     store.load(records)
     embedder = embedder_for("use-multilingual-v3")
@@ -80,6 +89,7 @@ def collect(records: list[KBRecord], questions: list[tuple[str, str]], work: Pat
     meta = backend.meta("jsquad")
     assert meta is not None
     searcher = HybridSearcher(backend, meta, embedder, weights=Weights(1, 1, 1), pool=POOL)
+    default = HybridSearcher(backend, meta, embedder, weights=default_weights(), pool=POOL, rescore_pool=load_settings().rescore_pool)
     per_question = []
     started = time.perf_counter()
     try:
@@ -87,6 +97,9 @@ def collect(records: list[KBRecord], questions: list[tuple[str, str]], work: Pat
             vectors = searcher.query_vectors(q)
             searches = [Search(f, v, "jsquad", "doc", DAY, POOL) for f, v in vectors.items()]
             per_question.append(dict(zip(vectors, backend.search(searches))))
+            if ranked is not None:
+                hits = default.search_many(q, kinds=("doc",), day=DAY, top_k=POOL)["doc"]
+                ranked.append(list(dict.fromkeys(h.doc_id for h in hits)))
             if i % 1000 == 999:
                 print(f"# {i + 1} queries, {time.perf_counter() - started:.0f}s", file=sys.stderr)
     finally:
@@ -100,11 +113,12 @@ def ranked_docs(results: dict[str, list[Scored]], weights: Weights) -> list[str]
 
 
 def recall(gold: list[str], per: list[dict[str, list[Scored]]], weights: Weights, idx: range) -> tuple[float, float]:
-    r1 = r5 = 0
-    for i in idx:
-        ranked = ranked_docs(per[i], weights)
-        r1 += ranked[:1] == [gold[i]]
-        r5 += gold[i] in ranked[:5]
+    return recall_of(gold, [ranked_docs(per[i], weights) if i in idx else [] for i in range(len(gold))], idx)
+
+
+def recall_of(gold: list[str], ranked: list[list[str]], idx: range) -> tuple[float, float]:
+    r1 = sum(ranked[i][:1] == [gold[i]] for i in idx)
+    r5 = sum(gold[i] in ranked[i][:5] for i in idx)
     return r1 / len(idx), r5 / len(idx)
 
 
@@ -119,20 +133,24 @@ def quality_configs() -> list[tuple[str, Weights]]:
         ("BM25 words (Sudachi) alone", Weights(1, 0, 0)),
         ("BM25 chars (uni+bigrams) alone", Weights(0, 1, 0)),
         ("dense (USE multilingual v3) alone", Weights(0, 0, 1)),
-        ("hybrid, default weights (KOTAE_FUSION_*)", default),
+        ("hybrid, default weights (KOTAE_FUSION_*), first stage only", default),
     ]
     if default != LEXICAL:
         configs.append(("hybrid, lexical ranking (dense for the gate only)", LEXICAL))
     return configs
 
 
-def quality(gold: list[str], per: list[dict[str, list[Scored]]]) -> list[tuple[str, Weights, list[float]]]:
+def quality(gold: list[str], per: list[dict[str, list[Scored]]], ranked: list[list[str]]) -> list[tuple[str, Weights, list[float]]]:
     rows = []
     for name, weights in quality_configs():
         cells: list[float] = []
         for idx in splits(len(gold)):
             cells += recall(gold, per, weights, idx)
         rows.append((name, weights, cells))
+    cells = []
+    for idx in splits(len(gold)):
+        cells += recall_of(gold, ranked, idx)
+    rows.append((f"hybrid + rescoring of the top {load_settings().rescore_pool} (the default)", default_weights(), cells))
     return rows
 
 
@@ -160,8 +178,10 @@ def speed(records: list[KBRecord], questions: list[tuple[str, str]], scale: int,
     backend, _ = open_embedded(store)
     meta = backend.meta("scaled")
     assert meta is not None
-    configs = {name: w for name, w in (("default", default_weights()), ("lexical ranking", LEXICAL))}
-    searchers = {name: HybridSearcher(backend, meta, embedder, weights=w) for name, w in configs.items()}
+    rescore_pool = load_settings().rescore_pool
+    configs = {f"default (hybrid + rescoring of {rescore_pool})": (default_weights(), rescore_pool),
+               "first stage only (KOTAE_RESCORE_POOL=0)": (default_weights(), 0)}
+    searchers = {name: HybridSearcher(backend, meta, embedder, weights=w, rescore_pool=r) for name, (w, r) in configs.items()}
     texts = [q for _, q in questions[:500]]
     latencies: dict[str, list[float]] = {name: [] for name in [*searchers, "embedding alone"]}
     load_avg = []
@@ -206,7 +226,8 @@ def main() -> None:
         questions = questions[: args.limit]
     gold = [g for g, _ in questions]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [] if args.skip_quality else quality(gold, collect(records, questions, Path(tmp)))
+        ranked: list[list[str]] = []
+        rows = [] if args.skip_quality else quality(gold, collect(records, questions, Path(tmp), ranked=ranked), ranked)
         sp = None if args.skip_speed else speed(records, questions, args.scale, args.rounds, Path(tmp))
     train, held, _ = splits(len(gold))
     print(f"Machine: {describe()}\n")
@@ -227,10 +248,11 @@ def main() -> None:
         print("| one comment's retrieval [weights words / chars / dense] | searches | p50 | p95 |")
         print("|---|---:|---:|---:|")
         for name, (p50, p95) in sp["latency"].items():
-            w = sp["configs"].get(name)
-            if w is None:
+            config = sp["configs"].get(name)
+            if config is None:
                 print(f"| {name} (USE, one comment) | 0 | {p50:.1f} ms | {p95:.1f} ms |")
             else:
+                w = config[0]
                 n = 2 * len(w.fields)
                 print(f"| {name} [{w.words:g} / {w.chars:g} / {w.dense:g}] | {n} | {p50:.1f} ms | {p95:.1f} ms |")
 

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kotae.knowledge.embeddings import Embedder, check_same_model
+from kotae.knowledge.rescore import Candidate, RescoreQuery, RescoreWeights, rescore
 from kotae.knowledge.sparse import FIELDS, Bm25Params, common_terms, doc_vector, query_vector, terms
 from kotae.knowledge.store import Chunk, KnowledgeStore
 from kotae.knowledge.text import search_tokens
@@ -123,14 +124,35 @@ class Backend(Protocol):
     def search(self, searches: list[Search]) -> list[list[Scored]]:
         """Scored points of each search, best first, with only :data:`RANKING_PAYLOAD`."""
         ...
-    def points(self, ids: list[str], *, dense: bool = False) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
-        """The whole payload of each of these points (and its dense vector if asked), by point id."""
+    def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, "Stored"]:
+        """The whole payload of each of these points (and its dense / words vector if asked), by point id."""
         ...
     def close(self) -> None: ...
 
 
-def _dense_of(vectors: Any) -> list[float] | None:
-    return vectors.get("dense") if isinstance(vectors, dict) else None
+@dataclass(frozen=True)
+class Stored:
+    """A point read in full: its payload and, when asked for, its stored vectors."""
+
+    payload: dict[str, Any]
+    dense: np.ndarray | None = None
+    words: frozenset[int] | None = None  # term ids of the words vector
+
+
+def _vectors_asked(dense: bool, words: bool) -> list[str] | bool:
+    asked = [name for name, want in (("dense", dense), ("words", words)) if want]
+    return asked or False
+
+
+def _stored(payload: Any, vectors: Any) -> Stored:
+    vectors = vectors if isinstance(vectors, dict) else {}
+    dense = vectors.get("dense")
+    words = vectors.get("words")
+    return Stored(
+        payload=dict(payload or {}),
+        dense=np.asarray(dense, dtype=np.float32) if dense is not None else None,
+        words=frozenset(words.indices) if words is not None else None,
+    )
 
 
 def _payload_meta(meta: IndexMeta) -> dict[str, Any]:
@@ -226,11 +248,11 @@ class EdgeBackend:
         results = self.shard.query_batch(qe.QueryBatchRequest(requests))
         return [[Scored(str(p.id), float(p.score), dict(p.payload or {})) for p in result] for result in results]
 
-    def points(self, ids: list[str], *, dense: bool = False) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+    def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, Stored]:
         if not ids:
             return {}
-        records = self.shard.retrieve(ids, with_payload=True, with_vector=["dense"] if dense else False)
-        return {str(r.id): (dict(r.payload or {}), _dense_of(r.vector) if dense else None) for r in records}
+        records = self.shard.retrieve(ids, with_payload=True, with_vector=_vectors_asked(dense, words))
+        return {str(r.id): _stored(r.payload, r.vector) for r in records}
 
     def close(self) -> None:
         try:
@@ -332,11 +354,11 @@ class ServerBackend:
         results = self.client.query_batch_points(self.collection, requests=requests)
         return [[Scored(str(p.id), float(p.score), dict(p.payload or {})) for p in r.points] for r in results]
 
-    def points(self, ids: list[str], *, dense: bool = False) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+    def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, Stored]:
         if not ids:
             return {}
-        records = self.client.retrieve(self.collection, ids, with_payload=True, with_vectors=["dense"] if dense else False)
-        return {str(r.id): (dict(r.payload or {}), _dense_of(r.vector) if dense else None) for r in records}
+        records = self.client.retrieve(self.collection, ids, with_payload=True, with_vectors=_vectors_asked(dense, words))
+        return {str(r.id): _stored(r.payload, r.vector) for r in records}
 
     def close(self) -> None:
         self.client.close()
@@ -570,6 +592,10 @@ def open_embedded(store: KnowledgeStore) -> tuple[EdgeBackend, str]:
 
 # --- searching -------------------------------------------------------------------------
 
+# Fused candidates the second stage reorders (see kotae.knowledge.rescore): its weights were
+# fitted on the best 30 (bench/rescoring.py). The retriever takes it from KOTAE_RESCORE_POOL.
+RESCORE_POOL = 30
+
 
 @dataclass(frozen=True)
 class Weights:
@@ -621,13 +647,18 @@ def fuse(results: dict[str, list[Scored]], weights: Weights) -> list[Hit]:
 
 
 class HybridSearcher:
-    """Searches one knowledge base: lexical (words, chars) and dense, fused.
+    """Searches one knowledge base: lexical (words, chars) and dense, fused, then rescored.
 
-    A signal whose weight is 0 is not searched. With ``cosines`` (the default) every
-    hit returned carries its embedding cosine to the query in ``signals["dense"]``
-    all the same — read from the hit's stored vector when dense was not searched —
-    because the retriever's gate needs it; ``cosines=False`` skips embedding the
-    query when dense is not searched.
+    First stage: each signal whose weight is above 0 is searched (``pool`` results
+    each) and the results fused (:func:`fuse`). Second stage (``rescore_pool`` > 0,
+    the default): the ``rescore_pool`` best fused chunks are read in full, with their
+    stored vectors, and reordered by :func:`kotae.knowledge.rescore.rescore`; a hit's
+    ``score`` is then the rescored one. ``rescore_pool=0`` keeps the fused order.
+
+    With ``cosines`` (the default) every hit returned carries its embedding cosine
+    to the query in ``signals["dense"]`` — read from the hit's stored vector — because
+    the retriever's gate needs it; ``cosines=False`` with no second stage skips
+    embedding the query when dense is not searched.
 
     Example::
 
@@ -637,7 +668,7 @@ class HybridSearcher:
 
     def __init__(
         self, backend: Backend, meta: IndexMeta, embedder: Embedder, *, weights: Weights = Weights(), pool: int = 30,
-        cosines: bool = True,
+        cosines: bool = True, rescore_pool: int = RESCORE_POOL, rescore_weights: RescoreWeights = RescoreWeights(),
     ) -> None:
         check_same_model(meta.embedding_model, meta.dim, embedder)
         self.backend = backend
@@ -646,6 +677,8 @@ class HybridSearcher:
         self.weights = weights
         self.pool = pool
         self.cosines = cosines
+        self.rescore_pool = rescore_pool
+        self.rescore_weights = rescore_weights
         self.common_chars = frozenset(meta.common_chars)
 
     def embed(self, text: str) -> np.ndarray:
@@ -670,27 +703,39 @@ class HybridSearcher:
             if not (isinstance(v, tuple) and not v[0])
         ]
         results = self.backend.search(searches) if searches else []
+        second = self.rescore_pool > 0
         ranked: dict[str, list[Hit]] = {}
         for kind in kinds:
             per_field = {s.using: r for s, r in zip(searches, results) if s.kind == kind}
-            ranked[kind] = fuse(per_field, self.weights)[:top_k]
-        # Searches return only what ranking needs; the hits kept are read in full, with
-        # their stored vectors when the query's cosine to them is still to be computed.
-        rescore = self.cosines and "dense" not in vectors
+            ranked[kind] = fuse(per_field, self.weights)[: max(top_k, self.rescore_pool) if second else top_k]
+        # Searches return only what ranking needs; the candidates are read in full here,
+        # with the stored vectors that the second stage and the gate's cosine need.
+        with_dense = second or self.cosines
         kept = [h.point_id for hits in ranked.values() for h in hits]
-        full = self.backend.points(kept, dense=rescore)
-        query = self.embed(text) if rescore and kept else None
+        full = self.backend.points(kept, dense=with_dense, words=second)
+        query = self.embed(text) if with_dense and kept else None
+        rescore_query = RescoreQuery.of(text, query, self.meta) if second and kept else None
         out: dict[str, list[Hit]] = {}
         for kind, hits in ranked.items():
-            out[kind] = []
+            found = []
             for h in hits:
                 if h.point_id not in full:  # deleted since the search
                     continue
-                payload, vector = full[h.point_id]
+                stored = full[h.point_id]
                 signals = h.signals
-                if query is not None and vector is not None:
-                    signals = {**signals, "dense": float(np.dot(query, np.asarray(vector, dtype=np.float32)))}
-                out[kind].append(replace(h, payload=payload, signals=signals))
+                if query is not None and stored.dense is not None:
+                    signals = {**signals, "dense": float(np.dot(query, stored.dense))}
+                found.append((replace(h, payload=stored.payload, signals=signals), stored))
+            if rescore_query is not None:
+                candidates = [
+                    Candidate(fused=h.score, title=h.payload.get("title") or "", text=h.payload.get("text") or "",
+                              vector=stored.dense, words=stored.words or frozenset())
+                    for h, stored in found
+                ]
+                order = rescore(rescore_query, candidates, self.rescore_weights)
+                out[kind] = [replace(found[i][0], score=score) for i, score in order][:top_k]
+            else:
+                out[kind] = [h for h, _ in found][:top_k]
         return out
 
 

@@ -3,7 +3,10 @@
 Method ``hybrid``: three signals over the comment's knowledge base, all scored
 by Qdrant — BM25 over Sudachi words, BM25 over character uni/bigrams, and the
 embedding similarity — fused as a weighted sum of per-query max-scaled scores
-(``KOTAE_FUSION_*``). Only chunks valid on the comment's date and of the
+(``KOTAE_FUSION_*``); then the best ``KOTAE_RESCORE_POOL`` fused chunks are read
+in full and reordered by a second stage that sees each of them whole (its cosine,
+the share of the comment's words and phrases it holds, whether its title is named;
+see :mod:`kotae.knowledge.rescore`). Only chunks valid on the comment's date and of the
 knowledge base its stream is bound to are searched (both are in the query's
 filter). Documents and FAQ are searched separately. With
 ``KOTAE_FUSION_DENSE=0`` the dense search is skipped (it adds nothing to the
@@ -209,7 +212,7 @@ class Retriever:
 
     def _searcher(self, backend: Backend, meta: IndexMeta) -> HybridSearcher:
         try:
-            return HybridSearcher(backend, meta, self.embedder, weights=self.weights)
+            return HybridSearcher(backend, meta, self.embedder, weights=self.weights, rescore_pool=self.settings.rescore_pool)
         except EmbeddingMismatch as exc:
             raise IndexModelMismatch(str(exc)) from None
 

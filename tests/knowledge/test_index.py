@@ -250,14 +250,18 @@ def test_a_query_without_lexical_terms_is_searched_by_embedding_only(edge: Hybri
     assert vectors["words"] == ([], []) and vectors["chars"] == ([], [])
     hits = edge.search_many("！？", kinds=("doc",), day=NOW, top_k=3)["doc"]
     assert hits and all(set(h.signals) == {"dense"} for h in hits)
+    first_stage = HybridSearcher(edge.backend, edge.meta, edge.embedder, rescore_pool=0)
+    hits = first_stage.search_many("！？", kinds=("doc",), day=NOW, top_k=3)["doc"]
     assert [h.score for h in hits] == pytest.approx([0.3 * max(h.signals["dense"], 0.0) for h in hits])
 
 
 def test_weights_choose_the_fields_searched(edge: HybridSearcher) -> None:
     assert Weights().fields == ["words", "chars", "dense"]
     assert Weights(chars=0).fields == ["words", "dense"]
-    fake = FakeEmbedder(USE, 512)  # never called when dense weighs nothing and no cosine is wanted
-    lexical = HybridSearcher(edge.backend, edge.meta, fake, weights=Weights(words=1.0, chars=0.5, dense=0.0), cosines=False)
+    fake = FakeEmbedder(USE, 512)  # never called when dense weighs nothing, no cosine is wanted and nothing is rescored
+    lexical = HybridSearcher(
+        edge.backend, edge.meta, fake, weights=Weights(words=1.0, chars=0.5, dense=0.0), cosines=False, rescore_pool=0
+    )
     assert set(lexical.query_vectors("保育料")) == {"words", "chars"}
     hits = lexical.search_many("保育料", kinds=("doc",), day=NOW, top_k=3)["doc"]
     assert hits[0].doc_id == "childcare" and fake.calls == 0
@@ -557,3 +561,13 @@ def test_server_backend_refuses_vectors_of_another_dimension(tmp_path: Path, bui
 def test_edge_backend_needs_a_dimension_to_create(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="dim"):
         EdgeBackend(tmp_path / "shard", create=True)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_the_second_stage_reorders_what_the_first_stage_found(edge: HybridSearcher, query: str) -> None:
+    first_stage = HybridSearcher(edge.backend, edge.meta, edge.embedder, rescore_pool=0)
+    fused = first_stage.search_many(query, kinds=("doc",), day=NOW, top_k=10)["doc"]
+    rescored = edge.search_many(query, kinds=("doc",), day=NOW, top_k=10)["doc"]
+    assert {h.point_id for h in rescored} == {h.point_id for h in fused}
+    assert [h.score for h in rescored] == sorted((h.score for h in rescored), reverse=True)
+    assert all(0.0 <= h.score <= 1.0 for h in rescored)
