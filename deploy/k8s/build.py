@@ -1,5 +1,5 @@
 """Kubernetes objects for every kotae stage, and the NATS users: writes deploy/k8s/stages.yaml,
-deploy/k8s/nats-values.yaml and deploy/nats/nats-server.conf.
+deploy/k8s/nats-values.yaml, deploy/nats/nats-server.conf and deploy/nats/compose.conf.
 
     python deploy/k8s/build.py
 
@@ -9,7 +9,9 @@ Per stage: a Deployment (probes on /metrics, resources, settings from the
 ``kotae-nats``), a Service
 for Prometheus, and a KEDA ScaledObject that scales the stage on its JetStream
 consumer's lag. The NATS users and their permissions come from kotae.bus.access,
-which the embedded server uses too. A test rebuilds the files and checks they are current.
+which the embedded server uses too; the Helm values, the cluster node's config and the
+single server of deploy/compose.yaml all carry the same ones. A test rebuilds the files
+and checks they are current.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from kotae.settings import Settings
 OUT = Path(__file__).parent / "stages.yaml"
 NATS_VALUES = Path(__file__).parent / "nats-values.yaml"
 NATS_CONF = Path(__file__).parents[1] / "nats" / "nats-server.conf"
+COMPOSE_CONF = Path(__file__).parents[1] / "nats" / "compose.conf"
 NAMESPACE = "kotae"
 IMAGE = "ghcr.io/kotae/kotae:0.1.0"
 NATS_URL = "nats://nats.nats.svc:4222"
@@ -238,12 +241,49 @@ def nats_conf() -> str:
     return HEAD + NATS_CONF_HEAD + "\n" + NATS_CONF_BODY + "\naccounts " + render_conf(accounts) + "\n"
 
 
+COMPOSE_CONF_HEAD = """\
+# The single NATS server of deploy/compose.yaml, with the same users as nats-server.conf
+# and the Helm values: each service publishes only its own subjects (kotae/bus/access.py).
+# The server reads each password from its environment (NATS_PASSWORD_RETRIEVER, ...), which
+# compose passes from deploy/.env:
+#
+#   python -m kotae.bus.access passwords --out deploy/.env
+#
+# No TLS: clients reach this server over compose's private network, and the host only on
+# 127.0.0.1. For a server other machines reach, use nats-server.conf (mutual TLS).
+"""
+
+COMPOSE_CONF_BODY = """\
+server_name: kotae-nats
+listen: 0.0.0.0:4222
+http: 0.0.0.0:8222          # /healthz for compose's healthcheck, /jsz for the exporter
+
+max_payload: 1MB
+
+jetstream {
+  store_dir: /data
+  # sync_interval stays at the default (2m), as on the embedded server: one host whose
+  # stream can be replayed. Why production uses `always`: docs/operations.md.
+}
+"""
+
+
+def compose_conf() -> str:
+    """deploy/nats/compose.conf: one server, no TLS, the same KOTAE account and users as :func:`nats_conf`.
+
+    No system-account user: nothing in compose needs one (the exporter reads the monitoring port).
+    """
+    accounts = {"KOTAE": {"jetstream": "enabled", "users": nats_users()}}
+    return HEAD + COMPOSE_CONF_HEAD + "\n" + COMPOSE_CONF_BODY + "\naccounts " + render_conf(accounts) + "\n"
+
+
 def render() -> dict[Path, str]:
     return {
         OUT: HEAD + yaml.safe_dump_all(documents(), sort_keys=False, allow_unicode=True),
         NATS_VALUES: HEAD + "# helm install nats nats/nats -n nats -f deploy/k8s/nats-values.yaml\n"
         + yaml.safe_dump(nats_values(), sort_keys=False, allow_unicode=True),
         NATS_CONF: nats_conf(),
+        COMPOSE_CONF: compose_conf(),
     }
 
 

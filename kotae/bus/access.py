@@ -359,3 +359,48 @@ def without_credentials(url: str) -> str:
         parts = urlsplit(one if "://" in one else f"nats://{one}")
         out.append(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])))
     return ",".join(out)
+
+
+# --- passwords for deploy/compose.yaml ----------------------------------------------------
+
+
+def password_lines() -> list[str]:
+    """``NATS_PASSWORD_<USER>=<random>`` for every service user: what deploy/compose.yaml's NATS and stages read."""
+    import secrets
+
+    users = service_users(Settings.model_construct())  # the users of the generated configs, not this shell's
+    # Hex after a letter, as on the embedded server: nats-server reads a variable's value as a
+    # configuration token, which must stay a plain string (never a number, a boolean or a comment).
+    return [f"{password_variable(user)}=k{secrets.token_hex(24)}" for user in users]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kotae.bus.access passwords [--out deploy/.env]``: new passwords for the service users."""
+    import argparse
+    import os
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m kotae.bus.access", description="NATS users of kotae's deployments")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("passwords", help="print NATS_PASSWORD_<USER>=<random> for every service user (compose's .env)")
+    p.add_argument("--out", type=str, help="write them to this file (created 0600; an existing file is left alone)")
+    args = parser.parse_args(argv)
+    text = "# NATS passwords of deploy/compose.yaml (python -m kotae.bus.access passwords); keep out of git.\n"
+    text += "\n".join(password_lines()) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        # O_EXCL: a second run must not silently replace the passwords a running server holds.
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        sys.stderr.write(f"{args.out} exists; delete it to make new passwords (then restart NATS and every stage)\n")
+        return 1
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    sys.stderr.write(f"wrote {args.out} (mode 0600)\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,8 +2,8 @@
 
 Compose is validated against the compose specification and the Kubernetes
 objects against the Kubernetes schemas (both validators install from PyPI); the
-generated files (k8s objects, NATS values, dashboards, the settings env file)
-must equal what their builders produce now.
+generated files (k8s objects, NATS values and configs, dashboards, the settings
+env file) must equal what their builders produce now.
 """
 
 from __future__ import annotations
@@ -99,7 +99,11 @@ def test_no_secret_has_a_value_in_the_env_file() -> None:
 
 def test_k8s_files_are_current() -> None:
     builder = _module(DEPLOY / "k8s/build.py")
-    for path, text in builder.render().items():
+    rendered = builder.render()
+    # compose's NATS config is generated with the others, so its users cannot drift from theirs.
+    assert {DEPLOY / "k8s/stages.yaml", DEPLOY / "k8s/nats-values.yaml", DEPLOY / "nats/nats-server.conf",
+            DEPLOY / "nats/compose.conf"} <= set(rendered)
+    for path, text in rendered.items():
         assert path.read_text(encoding="utf-8") == text, f"regenerate: python deploy/k8s/build.py ({path.name})"
 
 
