@@ -168,6 +168,10 @@ def _meta_from_payload(payload: dict[str, Any] | None) -> IndexMeta | None:
 # --- embedded: qdrant-edge ------------------------------------------------------------
 
 
+#: Points an embedded backend keeps converted (about 5 KB each with a 512-d vector).
+POINTS_CACHED = 4096
+
+
 class EdgeBackend:
     """One qdrant-edge shard (a directory) holding one knowledge base."""
 
@@ -192,6 +196,12 @@ class EdgeBackend:
                 self.shard.update(qe.UpdateOperation.create_field_index(name, schema))
         else:
             self.shard = qe.EdgeShard.load(str(self.path))
+        # Points read in full, by (point id, vectors asked). A chunk's id comes from its content, and
+        # a retriever's shard is a private copy that only this object writes to, so an entry stays
+        # true until write(); converting a point's payload and 512-float vector out of the shard
+        # was the largest single cost of the second stage, and a stream's questions keep
+        # landing on the same chunks.
+        self._points: dict[tuple[str, bool, bool], Stored] = {}
 
     def _vector(self, vectors: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -204,6 +214,7 @@ class EdgeBackend:
 
     def write(self, kb: str, meta: IndexMeta, points: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
         qe = self.qe
+        self._points.clear()
         batch = []
         for pid, vectors, payload in points:
             batch.append(qe.Point(id=pid, vector=self._vector(vectors), payload=payload))
@@ -251,8 +262,15 @@ class EdgeBackend:
     def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, Stored]:
         if not ids:
             return {}
-        records = self.shard.retrieve(ids, with_payload=True, with_vector=_vectors_asked(dense, words))
-        return {str(r.id): _stored(r.payload, r.vector) for r in records}
+        cache = self._points
+        missing = [i for i in ids if (i, dense, words) not in cache]
+        if missing:
+            if len(cache) + len(missing) > POINTS_CACHED:
+                cache.clear()
+            for r in self.shard.retrieve(missing, with_payload=True, with_vector=_vectors_asked(dense, words)):
+                cache[(str(r.id), dense, words)] = _stored(r.payload, r.vector)
+        # A fresh payload dict per call: callers may add to what they are given.
+        return {i: replace(hit, payload=dict(hit.payload)) for i in ids if (hit := cache.get((i, dense, words))) is not None}
 
     def close(self) -> None:
         try:
