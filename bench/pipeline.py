@@ -16,9 +16,10 @@ One run, on this machine:
 3. **one at a time** — the same stage logic called in sequence in one process for
    each comment, the way a single web handler would.
 4. **scaling** — a CPU-bound stage as the bottleneck (the retriever embedding
-   every comment with e5, texts made unique so nothing is cached, every other
-   stage offline, comments as fast as they can be published): throughput with
-   1, 2 and 3 retriever replicas.
+   every comment with e5; comments ``--scale-chars`` long and unique, so nothing
+   is cached; every other stage offline; comments as fast as they can be
+   published): throughput with 1, 2 and 3 retriever replicas, beside the bound
+   the machine's cores put on it given the other processes' CPU per comment.
 5. ``--soak-min N`` — N minutes at the sustained rate, RSS of every process
    sampled; growth = RSS at the end vs after the first minute.
 
@@ -399,7 +400,7 @@ async def main_async(args: argparse.Namespace) -> str:
         return await soak_only(args)
     if args.scaling_only:
         rows = await scale_stage(Path(tempfile.mkdtemp(prefix="kotae-scale-")), questions(), args)
-        return table(["retriever replicas", "comments/s", "× one replica"], [[str(n), f"{r:.1f}", f"{r / rows[0][1]:.2f}"] for n, r in rows])
+        return f"Machine: {describe()}\n\n" + scaling_table(rows)
     out: list[str] = [f"Machine: {describe()}", ""]
     work = Path(tempfile.mkdtemp(prefix="kotae-capacity-"))
     fake, fake_url = start_fake_model(args.latency_ms / 1000)
@@ -417,7 +418,8 @@ async def main_async(args: argparse.Namespace) -> str:
         load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
         stack = Stack(settings)
         url = await stack.start()
-        pids = processes(stack)
+        # The fake model server shares the cores too: its CPU is shown, apart from kotae's.
+        pids = {**processes(stack), "fake model server (not kotae)": fake.pid}
         cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
         run_id = uuid.uuid4().hex[:6]
         warm = [comment(i, texts[i % len(texts)], f"warm{run_id}") for i in range(40)]
@@ -431,6 +433,10 @@ async def main_async(args: argparse.Namespace) -> str:
         lat = run.latencies()
         outcomes = {o: sum(a.outcome == o for a in run.answers.values()) for o in sorted({a.outcome for a in run.answers.values()})}
         lag_png(run, ROOT / "docs" / "capacity-lag.png")
+        # The same stack with few comments in flight: what a hop costs without queueing for the cores.
+        quiet_comments = [comment(i, texts[i % len(texts)], f"quiet{run_id}") for i in range(args.quiet_comments)]
+        quiet = await drive(url, quiet_comments, args.quiet_rate, timeout=120 + 4 * args.quiet_comments / args.quiet_rate, watch_lag=False)
+        quiet_added = added_latency(await hop_times(url, set(quiet.done)), quiet.answers)
         soak_rows: list[list[str]] = []
         if args.soak_min > 0:
             soak_rows = await soak(url, stack, texts, args)
@@ -465,30 +471,55 @@ async def main_async(args: argparse.Namespace) -> str:
             f"Pipeline ÷ one at a time: {run.throughput / seq_rate:.1f}×.", ""]
     hop_rows = []
     for stage in HOT_STAGES:
-        values = sorted(added[stage])
+        values, calm = sorted(added[stage]), sorted(quiet_added[stage])
         hop_rows.append([stage, f"{1000 * pct(values, .5):.1f}", f"{1000 * pct(values, .95):.1f}",
-                         f"{pct(values, .5) / hop_floor:.1f}×" if hop_floor > 0 else "–"])
+                         f"{pct(values, .5) / hop_floor:.1f}×" if hop_floor > 0 else "–",
+                         f"{1000 * pct(calm, .5):.1f}", f"{1000 * (cpu1[stage + '-0'] - cpu0[stage + '-0']) / len(run.done):.1f}"])
     out += ["Latency kotae adds per stage (input message created → output created, minus the stage's model calls), "
             f"against the floor's per-hop latency ({1000 * hop_floor:.1f} ms p50, {1000 * pct(floor_hops, .95):.1f} ms p95):", ""]
-    out += [table(["stage", "added p50 ms", "added p95 ms", "p50 ÷ floor hop"], hop_rows), ""]
+    out += [table(["stage", "added p50 ms", "added p95 ms", "p50 ÷ floor hop", f"added p50 ms at {args.quiet_rate:g}/s", "CPU ms per comment"],
+                  hop_rows), ""]
     out += ["CPU and memory per process during the measured run:", ""]
     out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
-    out += [f"Scaling a CPU-bound stage: the retriever embedding each (unique) comment with {args.scale_embedding} "
-            "(every other stage offline; comments published as fast as possible):", ""]
-    base_rate = scaling[0][1]
-    out += [table(["retriever replicas", "comments/s", "× one replica"], [[str(n), f"{r:.1f}", f"{r / base_rate:.2f}"] for n, r in scaling]), ""]
+    out += [f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
+            f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible):", ""]
+    out += [scaling_table(scaling), ""]
     if soak_rows:
         out += [f"Soak: {args.soak_min} min at {args.rate:g}/s; RSS of every process:", ""]
         out += [table(SOAK_HEADER, soak_rows), ""]
     return "\n".join(out)
 
 
-async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) -> list[tuple[int, float]]:
+def long_comment(texts: list[str], i: int, chars: int, prefix: str) -> str:
+    """A unique comment of at least ``chars`` characters: several sample questions in one line."""
+    parts, k = [], i
+    while sum(map(len, parts)) < chars:
+        parts.append(texts[k % len(texts)])
+        k += 7
+    return " ".join(parts) + f" ({prefix}{i})"
+
+
+@dataclass
+class Scaled:
+    replicas: int
+    throughput: float
+    bottleneck_ms: float  # CPU per comment of every retriever replica together
+    rest_ms: float  # CPU per comment of every other process (stages, nats-server, this driver)
+
+    def bound(self, cores: int) -> float:
+        """Most this many replicas can give over one: ``cores`` shared by the bottleneck and the rest."""
+        return min(self.replicas, cores * self.bottleneck_ms / (self.bottleneck_ms + self.rest_ms))
+
+
+async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) -> list[Scaled]:
     """Throughput with 1, 2, 3 replicas of a CPU-bound retriever (e5 query embeddings), the rest offline.
 
-    Each comment's text is made unique, so no embedding comes from a cache: every
-    comment costs the retriever a full e5 forward pass.
+    Each comment is unique (so no embedding comes from a cache) and ``--scale-chars``
+    long: a long comment is what makes the retriever's embedding the bottleneck. On
+    a machine with C cores, the other processes' CPU per comment (R) caps what
+    replicas of a bottleneck costing B per comment can give at C·B/(B+R); that
+    bound is printed beside the measurement.
     """
     results = []
     for replicas in (1, 2, 3):
@@ -504,7 +535,7 @@ async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) ->
         run_id = uuid.uuid4().hex[:6]
 
         def unique(i: int, prefix: str) -> CommentV1:
-            return comment(i, f"{texts[i % len(texts)]} ({prefix}{i})", prefix + run_id)
+            return comment(i, long_comment(texts, i, args.scale_chars, prefix), prefix + run_id)
 
         await drive(url, [unique(i, "w") for i in range(6 * replicas)], 0, timeout=300, watch_lag=False)
         pids = processes(stack)
@@ -512,10 +543,21 @@ async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) ->
         run = await drive(url, [unique(i, "m") for i in range(args.scale_comments)], 0, timeout=900, watch_lag=False)
         per = {k: 1000 * (cpu_seconds(p) - cpu0[k]) / max(1, len(run.done)) for k, p in pids.items()}
         print(f"# {replicas} replica(s): CPU ms per comment " + ", ".join(f"{k} {v:.0f}" for k, v in per.items()), file=sys.stderr)
-        results.append((replicas, run.throughput))
+        bottleneck = sum(v for k, v in per.items() if k.startswith("retriever"))
+        results.append(Scaled(replicas, run.throughput, bottleneck, sum(per.values()) - bottleneck))
         stack.stop()
     env_for({"KOTAE_EMBEDDING_MODEL": "use-multilingual-v3"})
     return results
+
+
+def scaling_table(rows: list[Scaled]) -> str:
+    cores = os.cpu_count() or 1
+    one = rows[0]
+    return table(
+        ["retriever replicas", "comments/s", "× one replica", f"bound on {cores} cores", "retriever CPU ms/comment", "rest CPU ms/comment"],
+        [[str(r.replicas), f"{r.throughput:.1f}", f"{r.throughput / one.throughput:.2f}", f"{r.bound(cores):.2f}",
+          f"{r.bottleneck_ms:.0f}", f"{r.rest_ms:.0f}"] for r in rows],
+    )
 
 
 async def wait_for_replicas(url: str, stage: str, replicas: int, timeout: float = 180.0) -> None:
@@ -584,8 +626,11 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=60.0, help="arrival rate, comments per second")
     parser.add_argument("--latency-ms", type=int, default=500, help="latency of one fake model call")
     parser.add_argument("--inflight", type=int, default=128, help="KOTAE_INFLIGHT of every stage")
+    parser.add_argument("--quiet-rate", type=float, default=2.0, help="arrival rate of the run with few comments in flight")
+    parser.add_argument("--quiet-comments", type=int, default=60)
     parser.add_argument("--sequential", type=int, default=8, help="comments through the one-at-a-time pipeline")
     parser.add_argument("--scale-comments", type=int, default=300)
+    parser.add_argument("--scale-chars", type=int, default=120, help="length of each comment in the scaling run")
     parser.add_argument("--scale-embedding", default="e5-small-q4", help="embedding model of the CPU-bound retriever (pip install kotae[e5])")
     parser.add_argument("--scaling-only", action="store_true", help="run only the scaling part")
     parser.add_argument("--soak-min", type=float, default=0.0)
