@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,12 +23,13 @@ import trustme
 from pydantic import SecretStr
 
 from kotae.bus import access
-from kotae.bus.embedded import EmbeddedNats, find_nats_server
+from kotae.bus.embedded import EmbeddedNats
 from kotae.bus.topology import CONSUMERS, ensure_streams_at
 from kotae.contracts import AnswerV1, subjects
 from kotae.runtime import make_broker
 from kotae.settings import Settings, SettingsError, load_settings
 
+from tests.fakes.nats_config import configured_nats, free_port, server_errors
 from tests.integration.stages import running_stages
 from tests.services.verifier.test_handlers import FAITHFUL, draft
 
@@ -149,10 +147,7 @@ async def test_a_stage_may_not_read_what_is_delivered_to_another(secured: Embedd
         nc = await connect_as(secured, "verifier", errors)
         await nc.subscribe(subject)
         await nc.flush()
-        for _ in range(50):
-            if errors:
-                break
-            await asyncio.sleep(0.02)
+        await server_errors(errors)
         await nc.close()
         assert errors and "permissions violation for subscription" in str(errors[0]).lower(), (subject, errors)
 
@@ -173,10 +168,7 @@ async def test_a_reader_follows_the_answers_but_may_not_touch_the_evaluators_con
     for verb in ("DELETE", "MSG.NEXT", "INFO"):
         await reader.publish(f"$JS.API.CONSUMER.{verb}.{evaluator.stream}.{evaluator.durable}", b"", reply="_INBOX_reader.x")
     await reader.flush()
-    for _ in range(50):
-        if len(errors) >= 3:
-            break
-        await asyncio.sleep(0.02)
+    await server_errors(errors, 3)
     await reader.close()
     assert len(errors) == 3 and all("permissions violation for publish" in str(e).lower() for e in errors), errors
 
@@ -193,12 +185,6 @@ async def test_a_wrong_password_is_refused_and_the_config_on_disk_holds_none(sec
 
 
 # --- TLS ---------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Certificates:
@@ -228,28 +214,15 @@ def certificates(tmp_path: Path) -> Certificates:
 @pytest.fixture
 def mtls_nats(tmp_path: Path, certificates: Certificates) -> Iterator[str]:
     """A nats-server that accepts only TLS clients whose certificate its CA signed."""
-    port = _free_port()
+    port = free_port()
     config = {
         "listen": f"127.0.0.1:{port}",
         "jetstream": {"store_dir": str(tmp_path / "js")},
         "tls": {"cert_file": str(certificates.server_cert), "key_file": str(certificates.server_key),
                 "ca_file": str(certificates.ca), "verify": True, "timeout": 2},
     }
-    conf = tmp_path / "tls.conf"
-    conf.write_text(json.dumps(config), encoding="utf-8")  # nats-server reads JSON as its config
-    proc = subprocess.Popen([str(find_nats_server()), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "nats-server exited"
-            assert time.monotonic() < deadline, "nats-server did not start"
-            time.sleep(0.05)
-    yield f"nats://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with configured_nats(config, tmp_path):
+        yield f"nats://127.0.0.1:{port}"
 
 
 def with_tls(settings: Settings, url: str, **files: Path | None) -> Settings:

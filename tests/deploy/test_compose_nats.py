@@ -10,13 +10,11 @@ the account's streams to the exporter.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +32,7 @@ from kotae.contracts import subjects
 from kotae.settings import Settings
 from kotae.stack import STAGES
 
-from tests.bus.test_access import _free_port
+from tests.fakes.nats_config import configured_nats, free_port, server_errors
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CONF = DEPLOY / "nats/compose.conf"
@@ -131,34 +129,17 @@ def _replace_once(text: str, line: str, replacement: str) -> str:
 @pytest.fixture
 def compose_nats(tmp_path: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
     """nats-server with compose.conf, moved to free local ports and a temporary store: (url, monitor, passwords)."""
-    port, http = _free_port(), _free_port()
+    port, http = free_port(), free_port()
     text = CONF.read_text(encoding="utf-8")
     text = _replace_once(text, "listen: 0.0.0.0:4222", f"listen: 127.0.0.1:{port}")
     text = _replace_once(text, "http: 0.0.0.0:8222", f"http: 127.0.0.1:{http}")
     text = _replace_once(text, "store_dir: /data", f'store_dir: "{tmp_path / "data"}"')
-    conf = tmp_path / "compose.conf"
-    conf.write_text(text, encoding="utf-8")
     passwords = _passwords()
-    proc = subprocess.Popen([str(find_nats_server()), "-c", str(conf)], env={**os.environ, **passwords},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     monitor = f"http://127.0.0.1:{http}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:  # what compose's healthcheck asks
-            with urllib.request.urlopen(f"{monitor}/healthz?js-enabled-only=true", timeout=0.5) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "nats-server exited"
-        assert time.monotonic() < deadline, "nats-server did not become healthy"
-        time.sleep(0.05)
     by_user = {name.removeprefix("NATS_PASSWORD_").lower(): password for name, password in passwords.items()}
-    try:
+    # Ready when compose's healthcheck URL answers.
+    with configured_nats(text, tmp_path, env=passwords, ready=f"{monitor}/healthz?js-enabled-only=true"):
         yield f"nats://127.0.0.1:{port}", monitor, by_user
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 async def test_on_compose_conf_the_verifier_stores_its_outcome_and_may_not_publish_a_retrieval(
@@ -177,10 +158,7 @@ async def test_on_compose_conf_the_verifier_stores_its_outcome_and_may_not_publi
     assert ack.stream == subjects.STREAM_ANSWERS
     await nc.publish(subjects.RETRIEVAL, b"{}")
     await nc.flush()
-    for _ in range(50):
-        if errors:
-            break
-        await asyncio.sleep(0.02)
+    await server_errors(errors)
     await nc.close()
     assert errors and "permissions violation for publish" in str(errors[0]).lower(), errors
     assert f'"{subjects.RETRIEVAL}"' in str(errors[0])

@@ -8,11 +8,6 @@ when it publishes what is not its output.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import nats
@@ -20,21 +15,15 @@ import pytest
 import yaml
 from nats.errors import NoServersError
 
-from kotae.bus.embedded import find_nats_server
 from kotae.bus.topology import ensure_streams_at
 from kotae.contracts import AnswerV1, subjects
 from kotae.settings import Settings, load_settings
 
+from tests.fakes.nats_config import configured_nats, free_port, server_errors
 from tests.integration.stages import running_stages
 from tests.services.verifier.test_handlers import FAITHFUL, draft
 
 VALUES = Path(__file__).resolve().parents[2] / "deploy/k8s/nats-values.yaml"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -45,28 +34,14 @@ def secured_nats(tmp_path: Path):  # noqa: ANN201
         users.append({**user, "password": f"pw-{user['user']}"})
     # An admin user of the same account sets the streams up, as the platform team would.
     users.append({"user": "admin", "password": "pw-admin"})
-    port = _free_port()
+    port = free_port()
     config = {
         "listen": f"127.0.0.1:{port}",
         "jetstream": {"store_dir": str(tmp_path / "js")},
         "accounts": {"KOTAE": {"jetstream": "enabled", "users": users}},
     }
-    conf = tmp_path / "nats.conf"
-    conf.write_text(json.dumps(config), encoding="utf-8")  # nats-server reads JSON as its config
-    proc = subprocess.Popen([str(find_nats_server()), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"nats://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "nats-server exited"
-            assert time.monotonic() < deadline, "nats-server did not start"
-            time.sleep(0.05)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with configured_nats(config, tmp_path):
+        yield f"nats://127.0.0.1:{port}"
 
 
 def as_user(settings: Settings, user: str) -> Settings:
@@ -94,10 +69,7 @@ async def test_a_stage_works_as_its_own_user_and_may_not_publish_anything_else(s
     await nc.publish(subjects.COMMENT, b"{}")  # not the verifier's output
     await nc.publish(subjects.answer("dropped"), b"{}")
     await nc.flush()
-    for _ in range(50):
-        if len(errors) >= 2:
-            break
-        await asyncio.sleep(0.05)
+    await server_errors(errors, 2, timeout=2.5)
     await nc.close()
     assert len(errors) >= 2 and all("permissions violation" in str(e).lower() for e in errors), errors
 
