@@ -380,6 +380,37 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_streams(args: argparse.Namespace, settings: Settings) -> int:
+    """Create kotae's streams on KOTAE_NATS_URL, or bring existing ones to this version's settings."""
+    import nats
+
+    from kotae.bus.access import connect_options
+    from kotae.bus.topology import differences, ensure_streams, stream_config
+    from kotae.contracts import subjects
+
+    if not settings.nats_url:
+        raise CommandError("KOTAE_NATS_URL is not set: `kotae streams` manages the streams of an existing server")
+
+    async def run() -> list[str]:
+        nc = await nats.connect(**connect_options(settings))
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js, settings, update=True)
+            lines = []
+            for name in subjects.STREAM_SUBJECTS:
+                info = await js.stream_info(name)
+                left = differences(stream_config(name, settings), info.config)
+                state = "as declared" if not left else "kept (cannot change in place): " + "; ".join(left)
+                lines.append(f"{name}: {info.state.messages} messages, {', '.join(info.config.subjects or [])} — {state}")
+            return lines
+        finally:
+            await nc.close()
+
+    for line in asyncio.run(run()):
+        print(line)
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.replay import run_replay, write_jsonl
     from kotae.services.evaluator.counting import summarize
@@ -578,6 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every outcome")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("streams", help="create the streams on KOTAE_NATS_URL or bring them to this version's settings")
+    p.set_defaults(func=cmd_streams)
 
     p = sub.add_parser("report", help="the evaluator's aggregate tables")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")

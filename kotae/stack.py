@@ -190,7 +190,7 @@ class Stack:
         nc = await nats.connect(**access.connect_options(self.settings_for(access.STACK)))
         try:
             js = nc.jetstream()
-            await ensure_streams(js, self.settings)
+            await ensure_streams(js, self.settings, update=True)
             for stage in self.stages:
                 for _ in range(self.replicas):
                     self.spawn(stage)

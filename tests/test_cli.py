@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kotae.contracts import subjects
 from kotae.knowledge.records import load_records
 
 TERMINAL = {"verified", "rejected", "clarify", "unanswered", "dropped", "dead_lettered"}
@@ -208,3 +209,13 @@ def test_demo_prints_every_sample_outcome_and_leaves_no_process(data: Path, samp
     assert "verified" in result.stdout and "dropped" in result.stdout
     assert "[1] childcare-2027" in result.stdout
     assert processes_using(data) == []
+
+
+def test_streams_declares_them_on_the_given_server_and_needs_one(data: Path, nats_server: str) -> None:
+    run = kotae("streams", data=data, env={"KOTAE_NATS_URL": ""})
+    assert run.returncode != 0 and "KOTAE_NATS_URL" in run.stderr
+    run = kotae("streams", data=data, env={"KOTAE_NATS_URL": nats_server})
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == list(subjects.STREAM_SUBJECTS)
+    assert all(line.endswith("as declared") for line in lines), lines

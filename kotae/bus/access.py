@@ -42,8 +42,12 @@ REPORT = "report"  # `kotae report`: reads the evaluations
 #: (tests and benchmarks that publish anywhere). That process holds every password anyway.
 ADMIN = "admin"
 
-#: Every process declares the streams it uses on start-up (idempotent) and reads stream info.
-STREAM_ADMIN = ("$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.STREAM.NAMES")
+#: Every process creates the streams it uses when they are missing (idempotent) and reads stream
+#: info. Changing an existing stream is not among them: a stage could otherwise drop subjects or
+#: shorten retention for every stage (see kotae.bus.topology.ensure_streams).
+STREAM_DECLARE = ("$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.NAMES")
+#: Creating and updating: the embedded stack's own login, which brings streams to the code's settings.
+STREAM_ADMIN = (*STREAM_DECLARE, "$JS.API.STREAM.UPDATE.>")
 
 #: Streams whose messages are outcomes that others may read (never the work in flight).
 OUTCOME_STREAMS = (subjects.STREAM_ANSWERS, subjects.STREAM_DEADLETTER, subjects.STREAM_EVALUATIONS)
@@ -152,11 +156,11 @@ def service_users(settings: Settings) -> dict[str, Permissions]:
     users: dict[str, Permissions] = {}
     for stage, (published, _) in stage_subjects().items():
         spec = CONSUMERS[stage]
-        allow = [*published, *STREAM_ADMIN, *_durable(spec.stream, spec.durable)]
+        allow = [*published, *STREAM_DECLARE, *_durable(spec.stream, spec.durable)]
         for bucket in kv.get(stage, []):
             allow += _kv(bucket)
         users[stage] = Permissions(tuple(allow), (f"{inbox_of(stage)}.>",))
-    ingest = [subjects.COMMENT, subjects.answer("dropped"), *STREAM_ADMIN]
+    ingest = [subjects.COMMENT, subjects.answer("dropped"), *STREAM_DECLARE]
     for bucket in kv["ingest"]:
         ingest += _kv(bucket)
     users["ingest"] = Permissions(tuple(ingest), (f"{inbox_of('ingest')}.>",))

@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 
 import nats
+import structlog
 from nats.js import JetStreamContext
 from nats.js.api import (
     AckPolicy as JsAckPolicy,
@@ -25,6 +26,8 @@ from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableErr
 
 from kotae.contracts import subjects
 from kotae.settings import Settings
+
+log = structlog.get_logger("kotae.bus")
 
 DAY = 24 * 3600.0
 
@@ -60,21 +63,53 @@ def stream_config(name: str, settings: Settings) -> StreamConfig:
 DECLARE_PATIENCE_S = 60.0
 
 
-async def _declare(js: JetStreamContext, config: StreamConfig) -> None:
+#: The settings kotae gives a stream, compared with what the server holds.
+_DECLARED = ("subjects", "retention", "storage", "discard", "max_age", "num_replicas", "duplicate_window", "max_msg_size")
+
+
+def differences(wanted: StreamConfig, held: StreamConfig) -> list[str]:
+    """The settings in which the stream the server holds differs from the one kotae declares."""
+    out = []
+    for name in _DECLARED:
+        a, b = getattr(wanted, name), getattr(held, name)
+        if name == "subjects":
+            a, b = sorted(a or []), sorted(b or [])
+        elif isinstance(a, float) or isinstance(b, float):
+            a, b = round(float(a or 0), 3), round(float(b or 0), 3)
+        if a != b:
+            out.append(f"{name} {b!r} -> {a!r}")
+    return out
+
+
+async def _declare(js: JetStreamContext, config: StreamConfig, *, update: bool) -> None:
     try:
-        await js.stream_info(config.name)
+        info = await js.stream_info(config.name)
     except NotFoundError:
         await js.add_stream(config)
-    else:
-        try:
-            await js.update_stream(config)
-        except BadRequestError:
-            # A setting that cannot change in place (e.g. storage) keeps the old stream.
-            pass
+        return
+    changed = differences(config, info.config)
+    if not changed:
+        return
+    if not update:
+        # A stage's NATS user may create a missing stream but not change one (it could otherwise
+        # drop subjects or shorten retention for every stage): an operator applies the change.
+        log.warning("stream.differs", stream=config.name, changes=changed, apply="kotae streams, as a user that may manage streams")
+        return
+    try:
+        await js.update_stream(config)
+    except BadRequestError:
+        # A setting that cannot change in place (e.g. storage) keeps the old stream.
+        log.warning("stream.kept", stream=config.name, changes=changed)
 
 
-async def ensure_streams(js: JetStreamContext, settings: Settings, *, patience_s: float = DECLARE_PATIENCE_S) -> None:
-    """Create every kotae stream, or update it to the configuration in code.
+async def ensure_streams(
+    js: JetStreamContext, settings: Settings, *, update: bool = False, patience_s: float = DECLARE_PATIENCE_S
+) -> None:
+    """Create every kotae stream that is missing; with ``update``, also bring existing ones to the code's settings.
+
+    Stages, ingest and replays create what is missing and leave existing streams
+    alone (their NATS users may not change streams); ``kotae streams`` and the
+    embedded stack, whose users may, update them.
 
     Right after a node of a cluster is lost, a stream answers nothing until a new
     leader is elected (seconds); declaring retries with a growing pause meanwhile,
@@ -87,7 +122,7 @@ async def ensure_streams(js: JetStreamContext, settings: Settings, *, patience_s
         pause = 0.25
         while True:
             try:
-                await _declare(js, config)
+                await _declare(js, config, update=update)
                 break
             except (nats.errors.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError):
                 if loop.time() + pause > deadline:
@@ -96,13 +131,13 @@ async def ensure_streams(js: JetStreamContext, settings: Settings, *, patience_s
                 pause = min(pause * 2, 4.0)
 
 
-async def ensure_streams_at(url: str, settings: Settings) -> None:
-    """Connect to ``url`` and declare the streams."""
+async def ensure_streams_at(url: str, settings: Settings, *, update: bool = True) -> None:
+    """Connect to ``url`` and declare the streams (creating and, with ``update``, updating them)."""
     from kotae.bus.access import connect_options  # access builds on the consumers declared here
 
     nc = await nats.connect(**connect_options(settings, url))
     try:
-        await ensure_streams(nc.jetstream(), settings)
+        await ensure_streams(nc.jetstream(), settings, update=update)
     finally:
         await nc.drain()
 

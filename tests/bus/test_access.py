@@ -11,6 +11,7 @@ message naming the setting.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from pydantic import SecretStr
 
 from kotae.bus import access
 from kotae.bus.embedded import EmbeddedNats
-from kotae.bus.topology import CONSUMERS, ensure_streams_at
+from kotae.bus.topology import CONSUMERS, differences, ensure_streams_at, stream_config
 from kotae.contracts import AnswerV1, subjects
 from kotae.runtime import make_broker
 from kotae.settings import Settings, SettingsError, load_settings
@@ -261,3 +262,40 @@ async def test_without_the_ca_or_the_client_certificate_a_stage_is_refused_with_
     with pytest.raises(access.NatsConnectError, match=named):
         await nats.connect(**access.connect_options(insecure))
     assert time.monotonic() - started < 10, "a refused certificate is not worth retrying"
+
+
+# --- streams: stages create what is missing, never change what exists -----------------------
+
+
+async def test_a_stage_may_create_a_missing_stream_but_not_change_one(secured: EmbeddedNats, settings: Settings) -> None:
+    retriever = settings.model_copy(update={"nats_user": "retriever", "nats_password": SecretStr(secured.passwords["retriever"])})
+    await ensure_streams_at(secured.url, retriever, update=False)  # an empty server: the first stage creates them
+    nc = await connect_as(secured, "retriever")
+    js = nc.jetstream()
+    wanted = stream_config(subjects.STREAM_PIPELINE, settings)
+    shorter = dataclasses.replace(wanted, max_age=60.0, subjects=[subjects.RETRIEVAL])
+    with pytest.raises((nats.errors.TimeoutError, nats.js.errors.APIError)):
+        await js.update_stream(shorter)  # the server refuses the request: no reply comes
+    held = (await js.stream_info(subjects.STREAM_PIPELINE)).config
+    await nc.close()
+    assert differences(wanted, held) == []
+
+
+async def test_start_up_leaves_a_differing_stream_alone_and_kotae_streams_updates_it(
+    secured: EmbeddedNats, settings: Settings
+) -> None:
+    admin = settings.model_copy(update={"nats_user": access.ADMIN, "nats_password": SecretStr(secured.passwords[access.ADMIN])})
+    older = settings.model_copy(update={"max_payload_bytes": settings.max_payload_bytes // 2})
+    await ensure_streams_at(secured.url, admin.model_copy(update={"max_payload_bytes": older.max_payload_bytes}))
+    verifier = settings.model_copy(update={"nats_user": "verifier", "nats_password": SecretStr(secured.passwords["verifier"])})
+    await ensure_streams_at(secured.url, verifier, update=False)  # as a stage starting: a warning, no change, no error
+    nc = await connect_as(secured, access.ADMIN)
+    js = nc.jetstream()
+    held = (await js.stream_info(subjects.STREAM_PIPELINE)).config
+    assert differences(stream_config(subjects.STREAM_PIPELINE, settings), held) == [
+        f"max_msg_size {older.max_payload_bytes * 4!r} -> {settings.max_payload_bytes * 4!r}"
+    ]
+    await ensure_streams_at(secured.url, admin)  # what `kotae streams` does with a login that may manage streams
+    held = (await js.stream_info(subjects.STREAM_PIPELINE)).config
+    await nc.close()
+    assert differences(stream_config(subjects.STREAM_PIPELINE, settings), held) == []
