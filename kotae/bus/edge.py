@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
+import anyio
 import structlog
 from fast_depends.exceptions import ValidationError as DependsValidationError
 from faststream import AckPolicy, BaseMiddleware
@@ -44,6 +45,9 @@ from kotae.settings import Settings
 from kotae.tracing import current_trace_id
 
 log = structlog.get_logger("kotae.bus")
+
+# How long one pull request waits for messages; a stopping stage waits this long at most for it.
+FETCH_TIMEOUT_S = 1.0
 
 
 class TransientError(Exception):
@@ -225,7 +229,7 @@ class StageEdge:
             "stream": JStream(self.consumer.stream, declare=False),
             "durable": self.consumer.durable,
             "config": self.consumer.config(self.settings),
-            "pull_sub": PullSub(batch_size=min(inflight, 64), timeout=1.0),
+            "pull_sub": PullSub(batch_size=min(inflight, 64), timeout=FETCH_TIMEOUT_S),
             "ack_policy": AckPolicy.NACK_ON_ERROR,
             "title": f"{self.stage}:{self.consumer.subject}",
         }
@@ -313,32 +317,79 @@ class StageEdge:
         """Nak, when ``subscriber`` stops, every message it fetched and did not finish.
 
         A concurrent pull subscriber fetches a batch and queues what its workers
-        cannot take yet; on stop FastStream drops that queue (and cancels handlers
-        still running after the graceful timeout) without telling JetStream, so
-        those messages would sit until KOTAE_ACK_WAIT_S ran out. Handing them back
-        lets a replica (or this stage's next process) take them at once; outputs
+        cannot take yet; on stop FastStream cancels the fetch under way (whatever
+        it had received is dropped), drops that queue and cancels handlers still
+        running after the graceful timeout, all without telling JetStream, so
+        those messages would sit until KOTAE_ACK_WAIT_S ran out. Here the stop
+        first lets the fetch under way end by itself (it is bounded by the pull
+        timeout), records what it brought, then hands back everything unfinished,
+        including replies that reached the subscription after its last fetch.
+        A replica (or this stage's next process) takes them at once; outputs
         carry message ids, so a half-done message redone elsewhere stores nothing twice.
         """
-        put = getattr(subscriber, "_put_msg", None)
-        if put is None:  # not a concurrent subscriber: nothing is queued
+        create = getattr(subscriber, "_create_subscription", None)
+        if create is None:  # not a pull subscriber: nothing is fetched ahead
             return
-        stop = subscriber.stop
-        unfinished = self._unfinished
+        put, stop = getattr(subscriber, "_put_msg", None), subscriber.stop
+        unfinished = self._unfinished  # one dict for the edge's lifetime: emptied in place
+        idle = asyncio.Event()
+        idle.set()
 
         async def put_tracked(msg: Any) -> None:
             unfinished[id(msg)] = msg
-            await put(msg)
+            try:
+                await put(msg)
+            except anyio.ClosedResourceError:  # the subscriber stopped meanwhile: handed back
+                pass
+
+        async def create_tracked() -> None:
+            await create()
+            pull = subscriber.subscription
+            fetch = getattr(pull, "fetch", None)
+            if fetch is None:
+                return
+
+            async def fetch_tracked(*args: Any, **kwargs: Any) -> list[Any]:
+                idle.clear()
+                try:
+                    msgs = await fetch(*args, **kwargs)
+                finally:
+                    idle.set()
+                for msg in msgs:
+                    unfinished[id(msg)] = msg
+                return msgs
+
+            pull.fetch = fetch_tracked
 
         async def stop_and_hand_back() -> None:
+            pull = subscriber.subscription
+            subscriber.running = False  # FastStream's own first step: no new fetch, no new message taken
+            try:
+                await asyncio.wait_for(idle.wait(), timeout=FETCH_TIMEOUT_S + 2.0)
+            except asyncio.TimeoutError:
+                log.warning("fetch.still_running", stage=self.stage)
             await stop()
+            if pull is not None:
+                self._take_leftovers(pull)
             await self.hand_back()
 
-        subscriber._put_msg = put_tracked
+        if put is not None:  # a concurrent subscriber queues what its workers cannot take yet
+            subscriber._put_msg = put_tracked
+        subscriber._create_subscription = create_tracked
         subscriber.stop = stop_and_hand_back
+
+    def _take_leftovers(self, pull: Any) -> None:
+        """Count as unfinished the messages that reached ``pull`` after its last fetch returned."""
+        queue = getattr(getattr(pull, "_sub", None), "_pending_queue", None)
+        while queue is not None and not queue.empty():
+            msg = queue.get_nowait()
+            if msg.reply and not (msg.headers or {}).get("Status"):  # status replies carry nothing to hand back
+                self._unfinished[id(msg)] = msg
 
     async def hand_back(self) -> None:
         """Nak every unfinished message (the connection is still open while subscribers stop)."""
-        pending, self._unfinished = list(self._unfinished.values()), {}
+        pending = list(self._unfinished.values())
+        self._unfinished.clear()
         for msg in pending:
             try:
                 await msg.nak()

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import nats
+import pytest
 from faststream.nats import NatsBroker
 
 from kotae.bus.edge import StageEdge, TransientError
@@ -189,3 +190,58 @@ async def test_stopping_hands_back_what_was_fetched_but_not_finished(nats_url: s
     comment_ids = {json.loads(m.data)["comment_id"] for m in taken}
     assert never_fetched < 8 - len(answered)  # some unanswered comments had been fetched by the stopped stage
     assert comment_ids == {f"s{i}" for i in range(8)} - answered
+
+
+@pytest.mark.parametrize("inflight", [1, 4])
+async def test_stopping_while_a_pull_waits_leaves_no_request_behind(nats_url: str, settings: Settings, inflight: int) -> None:
+    """A stop lets the pull request under way end instead of cancelling it.
+
+    A cancelled fetch leaves its request on the server for up to a second; a
+    comment published then is sent to a process that is going away and would sit
+    out ``ack_wait_s`` (a minute here). Comments are published while the stage
+    stops; afterwards no request of the stopped stage is left on the server and
+    every comment it did not answer goes to the next process at once, whether
+    the stage takes one message at a time or several.
+    """
+    settings = settings.model_copy(update={"inflight": inflight, "ack_wait_s": 60.0})
+    await ensure_streams_at(nats_url, settings)
+    edge = StageEdge("retriever", settings)
+    router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1)
+
+    @router.subscriber(**edge.subscription())
+    async def handle(comment: CommentV1) -> None:
+        await edge.publish(
+            subjects.RETRIEVAL,
+            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
+        )
+
+    broker = NatsBroker(nats_url, logger=None, graceful_timeout=0.2)
+    broker.include_router(router)
+    await broker.start()
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    spec = edge.consumer
+    for _ in range(100):  # until the stage's pull request waits on the server
+        if (await js.consumer_info(spec.stream, spec.durable)).num_waiting:
+            break
+        await asyncio.sleep(0.02)
+    stopping = asyncio.create_task(broker.stop())
+    for i in range(6):
+        await js.publish(subjects.COMMENT, make_comment(f"w{i}", "質問"))
+        await asyncio.sleep(0.03)
+    await stopping
+    waiting = (await js.consumer_info(spec.stream, spec.durable)).num_waiting
+    answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)}
+    successor = await js.pull_subscribe_bind(spec.durable, spec.stream)
+    taken: list = []
+    for _ in range(4):  # two seconds at most: far less than the acknowledgement wait
+        try:
+            taken += await successor.fetch(8, timeout=0.5)
+        except nats.errors.TimeoutError:
+            pass
+        if len(taken) >= 6 - len(answered):
+            break
+    await nc.close()
+    assert waiting == 0
+    assert {json.loads(m.data)["comment_id"] for m in taken} == {f"w{i}" for i in range(6)} - answered
