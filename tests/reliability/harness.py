@@ -438,13 +438,16 @@ async def replay_under_faults(
     injector: StageKiller,
     *,
     timeout: float = 120.0,
+    settle_timeout: float | None = None,
 ) -> ChaosRun:
     """Replay ``comments`` through ``stack`` while ``injector`` breaks its processes.
 
     Comments are published at the pace of their chat time, so faults land while
     work is in flight. The injector stops when every comment has an outcome (or
     the timeout passes), or, given a number of rounds, once they are done; the
-    ledger is read once every consumer has settled.
+    ledger is read once every consumer has settled (by default allowing for
+    redeliveries after the acknowledgement wait; ``settle_timeout`` bounds it
+    for runs where nothing may wait for one).
     """
     from kotae.replay import run_replay
 
@@ -462,7 +465,9 @@ async def replay_under_faults(
         proc = injector.live(stage)
         running[stage] = proc is not None and await wait_for_log(stack, stage, proc, "stage.started")
     backlog = await consumer_backlog(stack.url, stack.stages)
-    settled = await wait_until_settled(stack.url, stack.stages, timeout=max(30.0, settings.ack_wait_s * 4))
+    if settle_timeout is None:
+        settle_timeout = max(30.0, settings.ack_wait_s * 4)
+    settled = await wait_until_settled(stack.url, stack.stages, timeout=settle_timeout)
     ledger = await read_ledger(stack.url, [c.id for c in comments], faults=len(injector.faults))
     return ChaosRun(ledger, list(injector.faults), settled, running, time.monotonic() - started, result.missing, backlog)
 

@@ -19,7 +19,7 @@ import pytest
 from kotae.settings import Settings
 from kotae.stack import Stack
 
-from tests.reliability.harness import StageKiller, generated_comments, replay_under_faults
+from tests.reliability.harness import StageKiller, consumer_backlog, generated_comments, replay_under_faults
 
 pytestmark = pytest.mark.slow
 
@@ -40,10 +40,12 @@ async def test_a_rolling_restart_of_every_stage_mid_replay_drains_and_loses_noth
     comments = generated_comments(60, prefix="roll-", gap_s=0.25)
     rolling = StageKiller(stack, random.Random(3), sig=signal.SIGTERM, interval=(0.2, 0.8), overlap=True, rounds=1)
 
-    run = await replay_under_faults(stack, settings, comments, rolling, timeout=90)  # well under one acknowledgement wait
+    # Both limits are well under one acknowledgement wait.
+    run = await replay_under_faults(stack, settings, comments, rolling, timeout=90, settle_timeout=60)
     figures = run.ledger.figures()
     print("\n" + figures.table())
 
+    assert run.settled, f"messages still unacknowledged after the run: {await consumer_backlog(stack.url, stack.stages)}"
     assert [f.stage for f in run.faults] == list(stack.stages)
     assert all(f.exit_code == 0 for f in run.faults), [(f.stage, f.exit_code) for f in run.faults]
     assert run.running == {stage: True for stage in stack.stages}
