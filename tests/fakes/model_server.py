@@ -3,7 +3,7 @@
 Tests point the real openai and anthropic SDKs at it (``base_url``). Each
 request takes a behaviour: a reply text, or a fault — ``429``, ``500``,
 ``timeout`` (answers after the client gave up), ``garbage`` (a body that is not
-JSON), ``truncated`` (JSON cut short). The behaviour comes from ``responder``
+JSON), ``truncated`` (JSON cut short), ``shapeless`` (JSON without the reply's fields). The behaviour comes from ``responder``
 (a function of the path and request body, for servers shared by several
 stages: answer by model name), else the next scripted one, else the default.
 ``delay_s`` holds every reply back, like a real model's latency. Every request
@@ -41,6 +41,9 @@ class FakeModelServer:
             # Keep-alive, like the hosted APIs: a client reuses its connections instead of
             # paying a TCP connect per call (which would bill a benchmark's stages for it).
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; without this, Nagle's algorithm holds the
+            # body back until the client's delayed ACK (~40 ms a call on loopback).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
@@ -64,6 +67,8 @@ class FakeModelServer:
                     self._raw(200, b"<html>not json</html>")
                 elif behaviour == "truncated":
                     self._raw(200, json.dumps(self._reply(body, "cut"))[:40].encode())
+                elif behaviour == "shapeless":
+                    self._send(200, {"id": "x", "object": "unknown"})
                 else:
                     self._send(200, self._reply(body, behaviour))
 
