@@ -198,19 +198,38 @@ class ChatModel:
             request["response_format"] = {"type": "json_object"}
         return request
 
-    def _completion(self, resp: Any, started: float) -> Completion:
+    @property
+    def _path(self) -> str:
+        """The chat endpoint, relative to the client's base URL."""
+        return "/v1/messages" if self.provider == "anthropic" else "/chat/completions"
+
+    def _completion(self, body: str, started: float) -> Completion:
+        """The reply's text, model and token counts, read from the JSON body.
+
+        The SDK sends the request (authentication, headers, timeouts, its error
+        types for HTTP faults) and hands back the body as text; reading the few
+        fields kotae uses straight from the JSON costs a fraction of building the
+        SDK's typed response object, and a body that lacks them is a bad reply.
+        """
         latency = (time.perf_counter() - started) * 1000
-        if self.provider == "anthropic":
-            text = "".join(getattr(block, "text", "") for block in resp.content)
-            usage = getattr(resp, "usage", None)
+        try:
+            data = json.loads(body)
+            if self.provider == "anthropic":
+                text = "".join(block.get("text") or "" for block in data["content"] if block.get("type", "text") == "text")
+                usage = data.get("usage") or {}
+                return Completion(
+                    text, str(data.get("model") or self.model), usage.get("input_tokens"), usage.get("output_tokens"), latency, self.provider
+                )
+            choices = data["choices"]
+            text = (choices[0]["message"].get("content") or "") if choices else ""
+            usage = data.get("usage") or {}
             return Completion(
-                text, resp.model, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None), latency, self.provider
+                text, str(data.get("model") or self.model), usage.get("prompt_tokens"), usage.get("completion_tokens"), latency, self.provider
             )
-        text = (resp.choices[0].message.content or "") if resp.choices else ""
-        usage = getattr(resp, "usage", None)
-        return Completion(
-            text, resp.model, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None), latency, self.provider
-        )
+        except json.JSONDecodeError:
+            raise
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise BadReply(f"{self.name}: response body without the expected fields ({type(exc).__name__}: {exc})") from None
 
     def _translate(self, exc: Exception) -> Exception:
         """SDK exceptions → ModelUnavailable (worth retrying later) or BadReply; others unchanged."""
@@ -287,11 +306,8 @@ class ChatModel:
         async with _slot(self._endpoint, self.concurrency):
             with self._observed(max_tokens, temperature) as call:
                 request = self._request(system, user, max_tokens, temperature, json_mode)
-                if self.provider == "anthropic":
-                    resp = await self.aclient().messages.create(**request)
-                else:
-                    resp = await self.aclient().chat.completions.create(**request)
-                call.result = self._completion(resp, call.started)
+                body = await self.aclient().post(self._path, body=request, cast_to=str)
+                call.result = self._completion(body, call.started)
             return call.result
 
     def complete(
@@ -300,11 +316,8 @@ class ChatModel:
         """The blocking form of :meth:`acomplete`, for command-line tools and worker threads."""
         with self._observed(max_tokens, temperature) as call:
             request = self._request(system, user, max_tokens, temperature, json_mode)
-            if self.provider == "anthropic":
-                resp = self.client().messages.create(**request)
-            else:
-                resp = self.client().chat.completions.create(**request)
-            call.result = self._completion(resp, call.started)
+            body = self.client().post(self._path, body=request, cast_to=str)
+            call.result = self._completion(body, call.started)
         return call.result
 
 

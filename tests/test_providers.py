@@ -85,6 +85,17 @@ async def test_an_unreadable_body_is_not_a_success(fault: str) -> None:
             await compatible(fake).acomplete(system="s", user="u")
 
 
+@pytest.mark.parametrize("spec", ["compatible", "anthropic"])
+async def test_a_json_body_without_the_reply_fields_is_a_bad_reply(spec: str) -> None:
+    with FakeModelServer("shapeless") as fake:
+        if spec == "anthropic":
+            model = ChatModel.from_spec("anthropic:claude", setting="KOTAE_X", base_url=fake.url, api_key="k")
+        else:
+            model = compatible(fake)
+        with pytest.raises(BadReply, match="without the expected fields"):
+            await model.acomplete(system="s", user="u")
+
+
 async def test_concurrency_limit_per_provider_queues_calls() -> None:
     with FakeModelServer("ok", delay_s=0.3) as fake:
         model = compatible(fake, concurrency=2)
