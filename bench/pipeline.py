@@ -448,6 +448,7 @@ async def main_async(args: argparse.Namespace) -> str:
         floor_stack = Stack(load_settings(), stages=())
         floor_url = floor_stack.start_server()
         floor_rate, floor_hops = await floor(floor_url, [sample] * args.comments, args.rate)
+        _, quiet_floor_hops = await floor(floor_url, [sample] * args.quiet_comments, args.quiet_rate)
         floor_stack.stop()
 
         # 3. one at a time
@@ -469,16 +470,19 @@ async def main_async(args: argparse.Namespace) -> str:
     out += [table(["run", "comments/s", "e2e p50 s", "e2e p95 s", "e2e p99 s"], rows), ""]
     out += [f"Outcomes: {', '.join(f'{k} {v}' for k, v in outcomes.items())}; {len(run.done)}/{args.comments} ended.",
             f"Pipeline ÷ one at a time: {run.throughput / seq_rate:.1f}×.", ""]
+    quiet_floor = pct(quiet_floor_hops, 0.5)
     hop_rows = []
     for stage in HOT_STAGES:
         values, calm = sorted(added[stage]), sorted(quiet_added[stage])
         hop_rows.append([stage, f"{1000 * pct(values, .5):.1f}", f"{1000 * pct(values, .95):.1f}",
                          f"{pct(values, .5) / hop_floor:.1f}×" if hop_floor > 0 else "–",
-                         f"{1000 * pct(calm, .5):.1f}", f"{1000 * (cpu1[stage + '-0'] - cpu0[stage + '-0']) / len(run.done):.1f}"])
+                         f"{1000 * pct(calm, .5):.1f}", f"{pct(calm, .5) / quiet_floor:.1f}×" if quiet_floor > 0 else "–",
+                         f"{1000 * (cpu1[stage + '-0'] - cpu0[stage + '-0']) / len(run.done):.1f}"])
     out += ["Latency kotae adds per stage (input message created → output created, minus the stage's model calls), "
-            f"against the floor's per-hop latency ({1000 * hop_floor:.1f} ms p50, {1000 * pct(floor_hops, .95):.1f} ms p95):", ""]
-    out += [table(["stage", "added p50 ms", "added p95 ms", "p50 ÷ floor hop", f"added p50 ms at {args.quiet_rate:g}/s", "CPU ms per comment"],
-                  hop_rows), ""]
+            f"against the floor's per-hop latency at the same rate ({1000 * hop_floor:.1f} ms p50 at {args.rate:g}/s, "
+            f"{1000 * quiet_floor:.1f} ms p50 at {args.quiet_rate:g}/s):", ""]
+    out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop",
+                   f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "CPU ms per comment"], hop_rows), ""]
     out += ["CPU and memory per process during the measured run:", ""]
     out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
