@@ -10,6 +10,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
 
 from kotae.settings import Settings
 
@@ -17,8 +18,19 @@ from kotae.settings import Settings
 def build_tracer_provider(
     service: str, settings: Settings, *, processors: list[SpanProcessor] | None = None
 ) -> TracerProvider:
-    """A tracer provider for one service; exports over OTLP/HTTP when configured."""
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: settings.service_name or f"kotae-{service}"}))
+    """A tracer provider for one service; exports over OTLP/HTTP when configured.
+
+    A process with somewhere to send spans records every one, whatever the
+    upstream process decided. A process with nowhere to send them records none:
+    its spans still carry the comment's trace id from stage to stage (logs and
+    messages keep it), but building and timing spans nobody will read would cost
+    every message CPU for nothing.
+    """
+    exporting = bool(processors) or bool(settings.otlp_endpoint)
+    provider = TracerProvider(
+        resource=Resource.create({SERVICE_NAME: settings.service_name or f"kotae-{service}"}),
+        sampler=ALWAYS_ON if exporting else ALWAYS_OFF,
+    )
     for processor in processors or []:
         provider.add_span_processor(processor)
     if settings.otlp_endpoint:
