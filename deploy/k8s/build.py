@@ -8,7 +8,9 @@ Per stage: a Deployment (probes on /metrics, resources, settings from the
 ``kotae-secrets`` Secret, the password of that stage's own NATS user from
 ``kotae-nats``), a Service
 for Prometheus, and a KEDA ScaledObject that scales the stage on its JetStream
-consumer's lag. The NATS users and their permissions come from kotae.bus.access,
+consumer's lag. Once per release: a Job running ``kotae streams`` as the
+``streams`` user, the only service login that may change a stream, so a new
+version's stream settings reach the cluster (stages only create missing ones). The NATS users and their permissions come from kotae.bus.access,
 which the embedded server uses too; the Helm values, the cluster node's config and the
 single server of deploy/compose.yaml all carry the same ones. A test rebuilds the files
 and checks they are current.
@@ -21,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from kotae.bus.access import password_variable, render_conf, service_users, user_entries
+from kotae.bus.access import STREAMS, password_variable, render_conf, service_users, user_entries
 from kotae.bus.access import stage_subjects  # noqa: F401  (the manifests test checks the users against it)
 from kotae.settings import Settings
 
@@ -92,6 +94,46 @@ def deployment(stage: str, spec: tuple[str, str, str, str, str, str, int, int, i
                             "startupProbe": {**probe, "failureThreshold": 30},
                             "livenessProbe": {**probe, "failureThreshold": 3},
                             "readinessProbe": {**probe, "failureThreshold": 2},
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                        }
+                    ],
+                    "volumes": [{"name": "data", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+
+
+def streams_job() -> dict[str, Any]:
+    """``kotae streams`` with the stages' settings: creates missing streams and applies changed ones.
+
+    A Job's pod template cannot change in place: after an upgrade, delete the finished
+    Job and apply again (docs/operations.md).
+    """
+    labels = {"app.kubernetes.io/name": "kotae", "app.kubernetes.io/component": "streams"}
+    env = [{"name": k, "value": v} for k, v in OVERRIDES.items() if k != "KOTAE_METRICS_PORT"]
+    env.append({"name": "KOTAE_NATS_USER", "value": STREAMS})
+    env.append({"name": "KOTAE_NATS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "kotae-nats", "key": STREAMS}}})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "kotae-streams", "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "backoffLimit": 6,  # NATS may still be electing leaders right after its own upgrade
+            "ttlSecondsAfterFinished": 86400,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+                    "containers": [
+                        {
+                            "name": "streams",
+                            "image": IMAGE,
+                            "command": ["kotae", "streams"],
+                            "envFrom": [{"configMapRef": {"name": "kotae-settings"}}],
+                            "env": env,
+                            "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
                             "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                         }
                     ],
@@ -181,6 +223,7 @@ def documents() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for stage, spec in STAGES.items():
         docs += [deployment(stage, spec), service(stage), scaled_object(stage, spec)]
+    docs.append(streams_job())
     return docs
 
 

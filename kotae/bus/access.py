@@ -34,6 +34,8 @@ DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 
 log = structlog.get_logger("kotae.bus")
 
+#: The login of ``kotae streams`` on a deployed server: creates and updates kotae's streams, nothing else.
+STREAMS = "streams"
 #: Users of the processes that drive the embedded stack rather than serve in it.
 STACK = "stack"  # declares the streams, watches the stages' consumers come up
 REPLAY = "replay"  # `kotae demo`/`replay`/`eval`: ingests comments and reads their outcomes
@@ -166,6 +168,8 @@ def service_users(settings: Settings) -> dict[str, Permissions]:
     users["ingest"] = Permissions(tuple(ingest), (f"{inbox_of('ingest')}.>",))
     # Overlays, TTS and other readers of the answers only read, through consumers of their own.
     users["reader"] = _reader("reader", (subjects.STREAM_ANSWERS,), subscribe=(f"{subjects.ANSWER_PREFIX}.>",))
+    # `kotae streams` after an upgrade (a Job in deploy/k8s): the one service login that may change a stream.
+    users[STREAMS] = Permissions(STREAM_ADMIN, (f"{inbox_of(STREAMS)}.>",))
     return users
 
 

@@ -295,7 +295,18 @@ async def test_start_up_leaves_a_differing_stream_alone_and_kotae_streams_update
     assert differences(stream_config(subjects.STREAM_PIPELINE, settings), held) == [
         f"max_msg_size {older.max_payload_bytes * 4!r} -> {settings.max_payload_bytes * 4!r}"
     ]
-    await ensure_streams_at(secured.url, admin)  # what `kotae streams` does with a login that may manage streams
+    # What `kotae streams` does, as the deployed login for it (the Job in deploy/k8s runs it so).
+    streams = settings.model_copy(update={"nats_user": access.STREAMS, "nats_password": SecretStr(secured.passwords[access.STREAMS])})
+    await ensure_streams_at(secured.url, streams)
     held = (await js.stream_info(subjects.STREAM_PIPELINE)).config
     await nc.close()
     assert differences(stream_config(subjects.STREAM_PIPELINE, settings), held) == []
+    # That login manages streams and nothing else: it cannot put a comment on the bus.
+    nc = await connect_as(secured, access.STREAMS)
+    js = nc.jetstream()
+    before = await stored(js)
+    with pytest.raises((nats.errors.TimeoutError, nats.js.errors.APIError, nats.errors.NoRespondersError)):
+        await js.publish(subjects.COMMENT, b"{}", timeout=1)
+    after = await stored(js)
+    await nc.close()
+    assert after == before

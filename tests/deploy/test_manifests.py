@@ -133,6 +133,25 @@ def test_every_stage_has_a_deployment_and_a_scaler_on_its_own_consumer() -> None
             assert name.removeprefix(ENV_PREFIX).lower() in Settings.model_fields, f"{name} is not a setting"
 
 
+def test_a_job_applies_stream_changes_as_the_streams_user_with_the_stages_settings() -> None:
+    docs = _yaml_docs(DEPLOY / "k8s/stages.yaml")
+    (job,) = [d for d in docs if d["kind"] == "Job"]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["kotae", "streams"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["KOTAE_NATS_USER"]["value"] == "streams"
+    assert env["KOTAE_NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "kotae-nats", "key": "streams"}
+    # The streams it declares are the ones the stages expect: same ConfigMap, same overrides.
+    retriever = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "kotae-retriever")
+    stage = retriever["spec"]["template"]["spec"]["containers"][0]
+    assert container["envFrom"][0] == stage["envFrom"][0]
+    shared = {e["name"]: e.get("value") for e in stage["env"] if "value" in e and e["name"] not in ("KOTAE_NATS_USER", "KOTAE_SERVICE_NAME")}
+    shared.pop("KOTAE_METRICS_PORT")
+    assert {name: env[name].get("value") for name in shared} == shared
+    secrets = _yaml_docs(DEPLOY / "k8s/secrets.example.yaml")
+    assert "streams" in next(d for d in secrets if d["metadata"]["name"] == "kotae-nats")["stringData"]
+
+
 def test_nats_users_may_publish_exactly_what_their_stage_declares() -> None:
     builder = _module(DEPLOY / "k8s/build.py")
     values = yaml.safe_load((DEPLOY / "k8s/nats-values.yaml").read_text(encoding="utf-8"))
