@@ -190,7 +190,10 @@ class Stack:
         nc = await nats.connect(**access.connect_options(self.settings_for(access.STACK)))
         try:
             js = nc.jetstream()
-            await ensure_streams(js, self.settings, update=True)
+            # The embedded server's streams are this stack's own: bring them to this version's
+            # settings. On a server of KOTAE_NATS_URL that is an operator's step (`kotae streams`
+            # as the `streams` user): create what is missing, report what differs, change nothing.
+            await ensure_streams(js, self.settings, update=self.server is not None)
             for stage in self.stages:
                 for _ in range(self.replicas):
                     self.spawn(stage)

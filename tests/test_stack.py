@@ -22,3 +22,30 @@ def test_every_replica_gets_its_own_metrics_port(tmp_path) -> None:  # noqa: ANN
     stack = Stack(load_settings(data_dir=tmp_path, metrics_port=9100), replicas=2)
     ports = [stack.metrics_port(stage, i) for stage in STAGES for i in range(2)]
     assert len(set(ports)) == len(ports) and min(ports) == 9100
+
+
+async def test_on_the_server_of_kotae_nats_url_kotae_up_creates_missing_streams_and_changes_none(
+    nats_url: str, settings: Settings
+) -> None:
+    import nats
+
+    from kotae.bus.topology import differences, ensure_streams_at, stream_config
+    from kotae.contracts import subjects
+
+    older = settings.model_copy(update={"nats_url": nats_url, "max_payload_bytes": settings.max_payload_bytes // 2})
+    await ensure_streams_at(nats_url, older)
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await js.delete_stream(subjects.STREAM_ANSWERS)
+    stack = Stack(settings.model_copy(update={"nats_url": nats_url}), stages=())
+    try:
+        await stack.start(timeout=30)
+    finally:
+        stack.stop()
+    held = {name: (await js.stream_info(name)).config for name in subjects.STREAM_SUBJECTS}
+    await nc.close()
+    wanted = {name: stream_config(name, settings) for name in subjects.STREAM_SUBJECTS}
+    # The missing stream is there, as this version declares it…
+    assert differences(wanted[subjects.STREAM_ANSWERS], held[subjects.STREAM_ANSWERS]) == []
+    # …and the others are as the operator left them: changing them is `kotae streams`' job.
+    assert differences(wanted[subjects.STREAM_PIPELINE], held[subjects.STREAM_PIPELINE]) != []
