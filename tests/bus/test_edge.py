@@ -135,6 +135,44 @@ async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: s
     assert len(letters) == 1 and letters[0]["data"]["deliveries"] == 3
 
 
+async def slow_stage(settings: Settings, url: str, seconds: float) -> tuple[StageEdge, NatsBroker, list[str]]:
+    """A retriever-like stage whose handler takes ``seconds``; stops with a 0.2 s graceful timeout."""
+    started: list[str] = []
+    await ensure_streams_at(url, settings)
+    edge = StageEdge("retriever", settings)
+    router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1)
+
+    @router.subscriber(**edge.subscription())
+    async def handle(comment: CommentV1) -> None:
+        started.append(comment.comment_id)
+        await asyncio.sleep(seconds)
+        await edge.publish(
+            subjects.RETRIEVAL,
+            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
+        )
+
+    broker = NatsBroker(url, logger=None, graceful_timeout=0.2)
+    broker.include_router(router)
+    await broker.start()
+    return edge, broker, started
+
+
+async def successor_takes(js, edge: StageEdge, wanted: int, attempts: int) -> set[str]:  # noqa: ANN001
+    """Comment ids the next process pulling from ``edge``'s consumer gets within ``attempts`` half-second fetches."""
+    spec = edge.consumer
+    successor = await js.pull_subscribe_bind(spec.durable, spec.stream)
+    taken: list = []
+    for _ in range(attempts):
+        try:
+            taken += await successor.fetch(8, timeout=0.5)
+        except nats.errors.TimeoutError:
+            pass
+        if len(taken) >= wanted:
+            break
+    return {json.loads(m.data)["comment_id"] for m in taken}
+
+
 async def test_stopping_hands_back_what_was_fetched_but_not_finished(nats_url: str, settings: Settings) -> None:
     """A stage told to stop leaves nothing waiting out the acknowledgement wait.
 
@@ -144,24 +182,7 @@ async def test_stopping_hands_back_what_was_fetched_but_not_finished(nats_url: s
     (the rest would come back only after ``ack_wait_s``, a minute here).
     """
     settings = settings.model_copy(update={"inflight": 2, "ack_wait_s": 60.0})
-    started: list[str] = []
-    await ensure_streams_at(nats_url, settings)
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1)
-
-    @router.subscriber(**edge.subscription())
-    async def handle(comment: CommentV1) -> None:
-        started.append(comment.comment_id)
-        await asyncio.sleep(0.4)
-        await edge.publish(
-            subjects.RETRIEVAL,
-            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
-        )
-
-    broker = NatsBroker(nats_url, logger=None, graceful_timeout=0.2)
-    broker.include_router(router)
-    await broker.start()
+    edge, broker, started = await slow_stage(settings, nats_url, 0.4)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     for i in range(8):
@@ -177,17 +198,8 @@ async def test_stopping_hands_back_what_was_fetched_but_not_finished(nats_url: s
 
     answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)}
     never_fetched = (await js.consumer_info(spec.stream, spec.durable)).num_pending
-    successor = await js.pull_subscribe_bind(spec.durable, spec.stream)
-    taken: list = []
-    for _ in range(20):
-        try:
-            taken += await successor.fetch(8, timeout=0.5)
-        except nats.errors.TimeoutError:
-            pass
-        if len(taken) >= 8 - len(answered):
-            break
+    comment_ids = await successor_takes(js, edge, 8 - len(answered), attempts=20)
     await nc.close()
-    comment_ids = {json.loads(m.data)["comment_id"] for m in taken}
     assert never_fetched < 8 - len(answered)  # some unanswered comments had been fetched by the stopped stage
     assert comment_ids == {f"s{i}" for i in range(8)} - answered
 
@@ -204,21 +216,7 @@ async def test_stopping_while_a_pull_waits_leaves_no_request_behind(nats_url: st
     the stage takes one message at a time or several.
     """
     settings = settings.model_copy(update={"inflight": inflight, "ack_wait_s": 60.0})
-    await ensure_streams_at(nats_url, settings)
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1)
-
-    @router.subscriber(**edge.subscription())
-    async def handle(comment: CommentV1) -> None:
-        await edge.publish(
-            subjects.RETRIEVAL,
-            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
-        )
-
-    broker = NatsBroker(nats_url, logger=None, graceful_timeout=0.2)
-    broker.include_router(router)
-    await broker.start()
+    edge, broker, _ = await slow_stage(settings, nats_url, 0.0)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     spec = edge.consumer
@@ -233,15 +231,7 @@ async def test_stopping_while_a_pull_waits_leaves_no_request_behind(nats_url: st
     await stopping
     waiting = (await js.consumer_info(spec.stream, spec.durable)).num_waiting
     answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)}
-    successor = await js.pull_subscribe_bind(spec.durable, spec.stream)
-    taken: list = []
-    for _ in range(4):  # two seconds at most: far less than the acknowledgement wait
-        try:
-            taken += await successor.fetch(8, timeout=0.5)
-        except nats.errors.TimeoutError:
-            pass
-        if len(taken) >= 6 - len(answered):
-            break
+    taken = await successor_takes(js, edge, 6 - len(answered), attempts=4)  # two seconds: far less than the ack wait
     await nc.close()
     assert waiting == 0
-    assert {json.loads(m.data)["comment_id"] for m in taken} == {f"w{i}" for i in range(6)} - answered
+    assert taken == {f"w{i}" for i in range(6)} - answered
