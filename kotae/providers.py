@@ -212,8 +212,8 @@ class ChatModel:
         SDK's typed response object, and a body that lacks them is a bad reply.
         """
         latency = (time.perf_counter() - started) * 1000
+        data = json.loads(body)  # not JSON: a BadReply, through _translate
         try:
-            data = json.loads(body)
             if self.provider == "anthropic":
                 text = "".join(block.get("text") or "" for block in data["content"] if block.get("type", "text") == "text")
                 usage = data.get("usage") or {}
@@ -226,8 +226,6 @@ class ChatModel:
             return Completion(
                 text, str(data.get("model") or self.model), usage.get("prompt_tokens"), usage.get("completion_tokens"), latency, self.provider
             )
-        except json.JSONDecodeError:
-            raise
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise BadReply(f"{self.name}: response body without the expected fields ({type(exc).__name__}: {exc})") from None
 
