@@ -21,7 +21,7 @@ from kotae.bus.access import DEFAULT_NATS_URL, broker_options, refuse_on_tls_err
 from kotae.bus.topology import ensure_streams
 from kotae.logs import configure_logging, get_logger
 from kotae.settings import Settings
-from kotae.tracing import build_tracer_provider
+from kotae.tracing import TraceContextMiddleware, build_tracer_provider, records_spans
 
 
 class _StageBroker(NatsBroker):
@@ -36,10 +36,14 @@ class _StageBroker(NatsBroker):
 
 
 def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = None) -> NatsBroker:
-    """A NATS broker whose messages carry W3C trace context in their headers."""
-    middlewares = []
-    if tracer_provider is not None:
-        middlewares.append(NatsTelemetryMiddleware(tracer_provider=tracer_provider))
+    """A NATS broker whose messages carry W3C trace context in their headers.
+
+    With a provider that records spans, FastStream's telemetry middleware makes a span of
+    every publish and every message handled; otherwise the context is only passed on.
+    """
+    middlewares: list[Any] = [TraceContextMiddleware]
+    if tracer_provider is not None and records_spans(tracer_provider):
+        middlewares = [NatsTelemetryMiddleware(tracer_provider=tracer_provider)]
     options = broker_options(settings)
     broker = _StageBroker(
         **options,

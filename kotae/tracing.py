@@ -1,12 +1,22 @@
 """OpenTelemetry tracing for kotae processes.
 
-FastStream's NATS telemetry middleware carries W3C ``traceparent`` in message
-headers, so the spans of one comment in every stage share one trace id.
+Every message carries the W3C ``traceparent`` of its comment in its headers, so the
+spans and log lines of one comment in every stage share one trace id. A process that
+exports spans runs FastStream's NATS telemetry middleware (a span per publish and per
+message handled); a process that exports nothing runs :class:`TraceContextMiddleware`,
+which only passes the trace context from the message it handles to what it publishes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from faststream import BaseMiddleware
+from faststream.message import StreamMessage
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -45,3 +55,40 @@ def current_trace_id() -> str | None:
     """Hex trace id of the current span, or None outside a trace."""
     ctx = trace.get_current_span().get_span_context()
     return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+def records_spans(provider: TracerProvider) -> bool:
+    """Whether a provider from :func:`build_tracer_provider` records (and so exports) spans."""
+    return provider.sampler is not ALWAYS_OFF
+
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+_tracer = trace.get_tracer("kotae.bus")
+
+
+class TraceContextMiddleware(BaseMiddleware):
+    """W3C trace context from a consumed message to everything published while handling it.
+
+    For processes that record no spans: FastStream's telemetry middleware would build,
+    time and discard two spans a message (about 0.5 ms a hop on a 2-core machine) for the
+    same result. A message without a ``traceparent`` (published by something outside
+    kotae) starts a new trace, as the telemetry middleware does.
+    """
+
+    async def consume_scope(
+        self, call_next: Callable[[StreamMessage[Any]], Awaitable[Any]], msg: StreamMessage[Any]
+    ) -> Any:
+        ctx = _PROPAGATOR.extract(msg.headers or {})
+        if not trace.get_current_span(ctx).get_span_context().is_valid:
+            ctx = trace.set_span_in_context(_tracer.start_span("consume"), ctx)
+        token = otel_context.attach(ctx)
+        try:
+            return await call_next(msg)
+        finally:
+            otel_context.detach(token)
+
+    async def publish_scope(self, call_next: Callable[[Any], Awaitable[Any]], cmd: Any) -> Any:
+        headers = dict(cmd.headers or {})
+        _PROPAGATOR.inject(headers)
+        cmd.headers = headers
+        return await call_next(cmd)

@@ -45,3 +45,17 @@ def test_a_configured_otlp_endpoint_means_recording(tmp_path: Path) -> None:
             assert span.is_recording()
     finally:
         provider.shutdown()
+
+
+def test_each_process_runs_the_trace_middleware_its_provider_calls_for(tmp_path: Path) -> None:
+    from faststream.nats.opentelemetry import NatsTelemetryMiddleware
+
+    from kotae.runtime import make_broker
+    from kotae.tracing import TraceContextMiddleware
+
+    settings = load_settings(data_dir=tmp_path)
+    quiet = make_broker(settings, tracer_provider=build_tracer_provider("reranker", settings))
+    exported = InMemorySpanExporter()
+    loud = make_broker(settings, tracer_provider=build_tracer_provider("reranker", settings, processors=[SimpleSpanProcessor(exported)]))
+    assert list(quiet.middlewares) == [TraceContextMiddleware]
+    assert [type(m) for m in loud.middlewares] == [NatsTelemetryMiddleware]

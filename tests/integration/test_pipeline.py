@@ -91,6 +91,30 @@ async def test_one_comment_is_one_trace_across_every_stage(nats_url: str, loaded
     assert other == []
 
 
+async def test_without_an_exporter_every_message_of_a_comment_carries_its_trace_id(
+    nats_url: str, loaded_settings: Settings
+) -> None:
+    # The embedded default: no process records spans, the trace context is only passed on.
+    async with running_stages(loaded_settings, nats_url):
+        result = await run_replay(
+            loaded_settings, nats_url, [comment("t2", "保育料っていくらになるの")], timeout=30, wait_for_evaluations=10
+        )
+    record = result.records["t2"]
+    assert record["outcome"] == "verified"
+    trace_id = record["trace_id"]
+    assert trace_id and int(trace_id, 16) != 0
+    carried = {}
+    for subject in (subjects.COMMENT, subjects.RETRIEVAL, subjects.RERANK, subjects.DRAFT, subjects.ANSWER_ALL, subjects.EVALUATION):
+        for m in await read_all(nats_url, subject):
+            if m["data"].get("comment_id") == "t2":
+                # traceparent: version-trace_id-parent_id-flags
+                carried[m["subject"]] = m["headers"].get("traceparent", "").split("-")[1:2]
+    assert set(carried) == {
+        subjects.COMMENT, subjects.RETRIEVAL, subjects.RERANK, subjects.DRAFT, subjects.answer("verified"), subjects.EVALUATION
+    }
+    assert {subject: ids for subject, ids in carried.items() if ids != [trace_id]} == {}
+
+
 @pytest.mark.parametrize(
     "stage,subject",
     [
