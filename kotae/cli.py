@@ -154,6 +154,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import importlib
 
+    from kotae.runtime import run_loop
     from kotae.stack import STAGES, Stack
 
     if args.stage not in STAGES:
@@ -171,7 +172,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     module = importlib.import_module(f"kotae.services.{args.stage}.main")
     app = module.build_app(settings)
     try:
-        asyncio.run(app.run())
+        run_loop(app.run(), settings)
     finally:
         if stack:
             stack.stop()

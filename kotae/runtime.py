@@ -6,7 +6,8 @@ what they share so a stage folder shows only its own logic and wiring.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 from faststream import FastStream
@@ -33,6 +34,25 @@ class _StageBroker(NatsBroker):
         connection = await super().connect()
         self.connected_once = True
         return connection
+
+
+def run_loop(main: Coroutine[Any, Any, Any], settings: Settings) -> Any:
+    """Run a long-lived process's main coroutine on the configured event loop.
+
+    uvloop (libuv) costs a stage a fraction of asyncio's time per event-loop turn, and
+    a message takes a dozen turns between the socket and the handler
+    (``bench/pipeline.py``, docs/benchmarks.md). ``KOTAE_EVENT_LOOP=asyncio`` opts out.
+    """
+    if settings.event_loop != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if settings.event_loop == "uvloop":
+                main.close()
+                raise RuntimeError("KOTAE_EVENT_LOOP=uvloop but uvloop is not installed (pip install uvloop)") from None
+        else:
+            return uvloop.run(main)
+    return asyncio.run(main)
 
 
 def make_broker(settings: Settings, *, tracer_provider: TracerProvider | None = None) -> NatsBroker:

@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     ack_wait_s: float = Field(default=30.0, gt=0, description="Seconds before an unacked message is redelivered.")
     retry_backoff_s: float = Field(default=1.0, ge=0, description="First redelivery delay; doubles each attempt.")
     inflight: int = Field(default=16, ge=1, le=1024, description="Messages one stage process handles at once.")
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        default="auto",
+        description="Event loop of a stage process: uvloop where installed (auto), or Python's own asyncio loop.",
+    )
     max_payload_bytes: int = Field(default=64 * 1024, ge=1024, description="Larger inputs are dead-lettered.")
     sync_interval: str = Field(default="2m", description="JetStream fsync interval of the embedded server ('always' for every write).")
 

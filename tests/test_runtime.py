@@ -1,0 +1,32 @@
+"""The event loop a stage process runs on (KOTAE_EVENT_LOOP)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from kotae.runtime import run_loop
+from kotae.settings import load_settings
+
+
+async def loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__.split(".")[0]
+
+
+def test_auto_runs_a_stage_on_uvloop_where_it_is_installed(tmp_path: Path) -> None:
+    pytest.importorskip("uvloop")
+    assert run_loop(loop_module(), load_settings(data_dir=tmp_path)) == "uvloop"
+
+
+def test_asyncio_opts_out(tmp_path: Path) -> None:
+    assert run_loop(loop_module(), load_settings(data_dir=tmp_path, event_loop="asyncio")) == "asyncio"
+
+
+def test_asking_for_uvloop_without_it_names_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as on a machine without it: import fails
+    with pytest.raises(RuntimeError, match="KOTAE_EVENT_LOOP=uvloop"):
+        run_loop(loop_module(), load_settings(data_dir=tmp_path, event_loop="uvloop"))
+    assert run_loop(loop_module(), load_settings(data_dir=tmp_path)) == "asyncio"  # auto falls back
