@@ -24,7 +24,9 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
 
-from kotae.contracts import subjects
+from pydantic import BaseModel
+
+from kotae.contracts import AnswerV1, CommentV1, DraftV1, RerankV1, RetrievalV1, subjects
 from kotae.settings import Settings
 
 log = structlog.get_logger("kotae.bus")
@@ -148,10 +150,11 @@ GIVE_UP_RETRIES = 10
 
 @dataclass(frozen=True)
 class ConsumerSpec:
-    """A stage's durable pull consumer on one subject."""
+    """A stage's durable pull consumer on one subject, and the contract its messages follow."""
 
     durable: str
     subject: str
+    model: type[BaseModel] | None = None
 
     @property
     def stream(self) -> str:
@@ -173,9 +176,9 @@ class ConsumerSpec:
 
 
 CONSUMERS: dict[str, ConsumerSpec] = {
-    "retriever": ConsumerSpec("retriever", subjects.COMMENT),
-    "reranker": ConsumerSpec("reranker", subjects.RETRIEVAL),
-    "generator": ConsumerSpec("generator", subjects.RERANK),
-    "verifier": ConsumerSpec("verifier", subjects.DRAFT),
-    "evaluator": ConsumerSpec("evaluator", subjects.ANSWER_ALL),
+    "retriever": ConsumerSpec("retriever", subjects.COMMENT, CommentV1),
+    "reranker": ConsumerSpec("reranker", subjects.RETRIEVAL, RetrievalV1),
+    "generator": ConsumerSpec("generator", subjects.RERANK, RerankV1),
+    "verifier": ConsumerSpec("verifier", subjects.DRAFT, DraftV1),
+    "evaluator": ConsumerSpec("evaluator", subjects.ANSWER_ALL, AnswerV1),
 }
