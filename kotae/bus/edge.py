@@ -133,14 +133,6 @@ def _deliveries(message: StreamMessage[Any]) -> int:
         return 1
 
 
-def _still_pending(msg: Any) -> int:
-    """Messages the consumer still held when JetStream sent ``msg`` (0 if unknown)."""
-    try:
-        return int(msg.metadata.num_pending or 0)
-    except Exception:  # not a JetStream delivery
-        return 0
-
-
 def _stream_sequence(message: StreamMessage[Any]) -> int | None:
     try:
         return int(message.raw_message.metadata.sequence.stream)
@@ -371,7 +363,6 @@ class StageEdge:
 
         async def pull_loop() -> None:
             pull = subscriber.subscription
-            waiting = 1  # messages the server held for this consumer at the last fetch (at least 1)
             while subscriber.running:
                 free = workers - len(running)
                 if free <= 0:
@@ -382,13 +373,9 @@ class StageEdge:
                 msgs: list[Any] = []
                 try:
                     with contextlib.suppress(NatsTimeoutError, ConnectionClosedError, ServiceUnavailableError):
-                        # A batch of one returns as the message arrives; a larger batch waits for
-                        # the server's end-of-batch status first (~0.2 ms a hop when the stage is idle).
-                        msgs = await pull.fetch(batch=min(free, waiting, MAX_FETCH), timeout=FETCH_TIMEOUT_S)
+                        msgs = await pull.fetch(batch=min(free, MAX_FETCH), timeout=FETCH_TIMEOUT_S)
                 finally:
                     idle.set()
-                if msgs:
-                    waiting = 1 + _still_pending(msgs[-1])
                 for msg in msgs:
                     unfinished[id(msg)] = msg
                     task = asyncio.create_task(subscriber.consume(msg))
