@@ -12,8 +12,6 @@ out). This module owns the promises around it:
 * poison input (not JSON, wrong schema, too large) goes straight to the
   stage's dead-letter subject with the error and the original payload, and the
   stage carries on with the next message;
-* a stage pulls no more messages than it has free workers, so what a busy
-  replica cannot start stays on the server for the others;
 * on shutdown, messages this process fetched but did not finish are handed
   back (nak) at once, so another replica takes them without waiting out the
   acknowledgement wait.
@@ -23,22 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
+import anyio
 import structlog
 from fast_depends.exceptions import ValidationError as DependsValidationError
 from faststream import AckPolicy, BaseMiddleware
 from faststream.exceptions import NackMessage
 from faststream.message import StreamMessage
 from faststream.nats import JStream, NatsRouter, PullSub
-from nats.errors import ConnectionClosedError
-from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js.errors import ServiceUnavailableError
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
@@ -53,8 +48,6 @@ log = structlog.get_logger("kotae.bus")
 
 # How long one pull request waits for messages; a stopping stage waits this long at most for it.
 FETCH_TIMEOUT_S = 1.0
-# The most messages one pull request asks for (fewer when fewer workers are free).
-MAX_FETCH = 64
 
 
 class TransientError(Exception):
@@ -236,17 +229,18 @@ class StageEdge:
             "stream": JStream(self.consumer.stream, declare=False),
             "durable": self.consumer.durable,
             "config": self.consumer.config(self.settings),
-            # The pull loop itself is the edge's (own_pulls): batches sized to free workers.
-            "pull_sub": PullSub(batch_size=min(inflight, MAX_FETCH), timeout=FETCH_TIMEOUT_S),
+            "pull_sub": PullSub(batch_size=min(inflight, 64), timeout=FETCH_TIMEOUT_S),
             "ack_policy": AckPolicy.NACK_ON_ERROR,
             "title": f"{self.stage}:{self.consumer.subject}",
         }
+        if inflight > 1:
+            options["max_workers"] = inflight
         model = self.consumer.model
         if model is not None:
-            # Straight from the bytes to the contract (pydantic's JSON parser), rather than
-            # json.loads and then validating the dict: about a third of a millisecond a hop.
-            # The handler receives the model; invalid input raises ValidationError (poison).
-            # (A coroutine: FastStream runs a plain function given as decoder in a thread.)
+            # Straight from the bytes to the contract (pydantic's JSON parser) rather than
+            # json.loads and then validating the dict; the handler receives the model, and
+            # invalid input raises ValidationError (poison). A coroutine: FastStream runs a
+            # plain function given as decoder in a worker thread.
             async def decode(msg: StreamMessage[Any]) -> BaseModel:
                 return model.model_validate_json(msg.body)
 
@@ -329,66 +323,53 @@ class StageEdge:
 
     # --- shutdown ---------------------------------------------------------------
 
-    def own_pulls(self, subscriber: Any) -> None:
-        """Run ``subscriber``'s pull loop here: sized to free workers, each message started at once.
+    def hand_back_on_stop(self, subscriber: Any) -> None:
+        """Nak, when ``subscriber`` stops, every message it fetched and did not finish.
 
-        FastStream's concurrent pull subscriber fetches up to a fixed batch, queues what
-        its workers cannot take yet and hands each message through a queue and two
-        tasks before a handler sees it. Here a fetch asks for no more messages than
-        there are free workers (so a busy replica leaves the rest on the server for
-        the others) and each message starts its handler task directly: about a
-        quarter of a millisecond less a hop, and nothing fetched sits waiting.
-
-        On stop, the fetch under way ends by itself (it is bounded by the pull
-        timeout), handlers get the broker's graceful timeout, and then everything
-        fetched and unfinished is handed back (nak), including replies that reached
-        the subscription after its last fetch, so a replica (or this stage's next
-        process) takes them without waiting out KOTAE_ACK_WAIT_S. Outputs carry
-        message ids, so a half-done message redone elsewhere stores nothing twice.
+        A concurrent pull subscriber fetches a batch and queues what its workers
+        cannot take yet; on stop FastStream cancels the fetch under way (whatever
+        it had received is dropped), drops that queue and cancels handlers still
+        running after the graceful timeout, all without telling JetStream, so
+        those messages would sit until KOTAE_ACK_WAIT_S ran out. Here the stop
+        first lets the fetch under way end by itself (it is bounded by the pull
+        timeout), records what it brought, then hands back everything unfinished,
+        including replies that reached the subscription after its last fetch.
+        A replica (or this stage's next process) takes them at once; outputs
+        carry message ids, so a half-done message redone elsewhere stores nothing twice.
         """
-        if getattr(subscriber, "pull_sub", None) is None or not hasattr(subscriber, "_create_subscription"):
-            return  # not a pull subscriber: nothing is fetched ahead
-        stop = subscriber.stop
+        create = getattr(subscriber, "_create_subscription", None)
+        if create is None:  # not a pull subscriber: nothing is fetched ahead
+            return
+        put, stop = getattr(subscriber, "_put_msg", None), subscriber.stop
         unfinished = self._unfinished  # one dict for the edge's lifetime: emptied in place
-        workers = max(1, self.settings.inflight)
-        running: set[asyncio.Task[Any]] = set()
-        slot_free = asyncio.Event()
-        slot_free.set()
         idle = asyncio.Event()
         idle.set()
 
-        def finished(task: asyncio.Task[Any]) -> None:
-            running.discard(task)
-            slot_free.set()
+        async def put_tracked(msg: Any) -> None:
+            unfinished[id(msg)] = msg
+            try:
+                await put(msg)
+            except anyio.ClosedResourceError:  # the subscriber stopped meanwhile: handed back
+                pass
 
-        async def pull_loop() -> None:
+        async def create_tracked() -> None:
+            await create()
             pull = subscriber.subscription
-            while subscriber.running:
-                free = workers - len(running)
-                if free <= 0:
-                    slot_free.clear()
-                    await slot_free.wait()
-                    continue
+            fetch = getattr(pull, "fetch", None)
+            if fetch is None:
+                return
+
+            async def fetch_tracked(*args: Any, **kwargs: Any) -> list[Any]:
                 idle.clear()
-                msgs: list[Any] = []
                 try:
-                    with contextlib.suppress(NatsTimeoutError, ConnectionClosedError, ServiceUnavailableError):
-                        msgs = await pull.fetch(batch=min(free, MAX_FETCH), timeout=FETCH_TIMEOUT_S)
+                    msgs = await fetch(*args, **kwargs)
                 finally:
                     idle.set()
                 for msg in msgs:
                     unfinished[id(msg)] = msg
-                    task = asyncio.create_task(subscriber.consume(msg))
-                    running.add(task)
-                    task.add_done_callback(finished)
+                return msgs
 
-        async def create() -> None:
-            if subscriber.subscription:
-                return
-            subscriber.subscription = await subscriber.jetstream.pull_subscribe(
-                subject=subscriber.subject.broker_address, config=subscriber.config, **subscriber.extra_options
-            )
-            subscriber.add_task(pull_loop)
+            pull.fetch = fetch_tracked
 
         async def stop_and_hand_back() -> None:
             pull = subscriber.subscription
@@ -397,15 +378,14 @@ class StageEdge:
                 await asyncio.wait_for(idle.wait(), timeout=FETCH_TIMEOUT_S + 2.0)
             except asyncio.TimeoutError:
                 log.warning("fetch.still_running", stage=self.stage)
-            await stop()  # waits up to the graceful timeout for handlers under way
-            for task in list(running):
-                task.cancel()  # past the graceful timeout: unfinished, handed back below
-            await asyncio.gather(*running, return_exceptions=True)
+            await stop()
             if pull is not None:
                 self._take_leftovers(pull)
             await self.hand_back()
 
-        subscriber._create_subscription = create
+        if put is not None:  # a concurrent subscriber queues what its workers cannot take yet
+            subscriber._put_msg = put_tracked
+        subscriber._create_subscription = create_tracked
         subscriber.stop = stop_and_hand_back
 
     def _take_leftovers(self, pull: Any) -> None:
@@ -553,7 +533,7 @@ class _StageRouter(NatsRouter):
 
     def subscriber(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         subscriber = super().subscriber(*args, **kwargs)
-        self._edge.own_pulls(subscriber)
+        self._edge.hand_back_on_stop(subscriber)
         return subscriber
 
 
