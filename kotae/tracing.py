@@ -16,11 +16,11 @@ from faststream import BaseMiddleware
 from faststream.message import StreamMessage
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from kotae.settings import Settings
 
@@ -80,7 +80,9 @@ class TraceContextMiddleware(BaseMiddleware):
     ) -> Any:
         ctx = _PROPAGATOR.extract(msg.headers or {})
         if not trace.get_current_span(ctx).get_span_context().is_valid:
-            ctx = trace.set_span_in_context(_tracer.start_span("consume"), ctx)
+            root = _tracer.start_span("consume")
+            root.end()  # only its ids are needed: outputs and log lines carry them
+            ctx = trace.set_span_in_context(root, ctx)
         token = otel_context.attach(ctx)
         try:
             return await call_next(msg)
@@ -88,7 +90,7 @@ class TraceContextMiddleware(BaseMiddleware):
             otel_context.detach(token)
 
     async def publish_scope(self, call_next: Callable[[Any], Awaitable[Any]], cmd: Any) -> Any:
-        headers = dict(cmd.headers or {})
+        headers = dict(cmd.headers or {})  # broker.publish passes the caller's own dict: leave it as it was
         _PROPAGATOR.inject(headers)
         cmd.headers = headers
         return await call_next(cmd)

@@ -23,7 +23,6 @@ from nats.js.api import (
     StreamConfig,
 )
 from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
-
 from pydantic import BaseModel
 
 from kotae.contracts import AnswerV1, CommentV1, DraftV1, RerankV1, RetrievalV1, subjects

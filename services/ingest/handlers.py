@@ -1,8 +1,8 @@
 """Ingest's bus edge: publish admitted comments, and the dropped ones' outcomes.
 
 Each comment is published inside an ``ingest`` span, which becomes the root of
-the comment's trace; the FastStream telemetry middleware carries it onward in
-``traceparent``. The platform's message id is the ``Nats-Msg-Id``, so a resend
+the comment's trace; the broker's trace middleware carries it onward in
+``traceparent`` (see :mod:`kotae.tracing`). The platform's message id is the ``Nats-Msg-Id``, so a resend
 within JetStream's duplicate window is stored once.
 """
 
