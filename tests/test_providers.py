@@ -111,6 +111,16 @@ async def test_concurrency_limit_per_provider_queues_calls() -> None:
     assert limited > 1.5 * unlimited
 
 
+async def test_a_burst_of_calls_opening_connections_at_once_all_succeed() -> None:
+    """A stage starting a few dozen model calls at once opens that many connections; none is lost."""
+    with FakeModelServer("ok", delay_s=0.2) as fake:
+        model = compatible(fake, concurrency=96)
+        replies = await asyncio.gather(*(model.acomplete(system="s", user=str(i)) for i in range(96)), return_exceptions=True)
+    failures = [r for r in replies if isinstance(r, Exception)]
+    assert not failures, f"{len(failures)} of 96 calls failed, first: {failures[0]!r}"
+    assert len(fake.requests) == 96
+
+
 def test_the_blocking_form_speaks_the_same_wire() -> None:
     with FakeModelServer("fine") as fake:
         assert compatible(fake).complete(system="s", user="u").text == "fine"

@@ -24,6 +24,13 @@ from typing import Any
 Responder = Callable[[str, dict[str, Any]], "str | None"]
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a stage opening a few dozen connections
+    # at once (a burst of model calls) would have some reset, which no hosted API does.
+    request_queue_size = 512
+    daemon_threads = True
+
+
 class FakeModelServer:
     def __init__(
         self, default: str = "ok", *, timeout_sleep_s: float = 3.0, responder: Responder | None = None, delay_s: float = 0.0
@@ -106,8 +113,7 @@ class FakeModelServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
