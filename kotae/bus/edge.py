@@ -12,6 +12,8 @@ out). This module owns the promises around it:
 * poison input (not JSON, wrong schema, too large) goes straight to the
   stage's dead-letter subject with the error and the original payload, and the
   stage carries on with the next message;
+* a fetched message starts its handler at once, at most KOTAE_INFLIGHT at a
+  time (bench/pipeline.py measures the hop against raw JetStream);
 * on shutdown, messages this process fetched but did not finish are handed
   back (nak) at once, so another replica takes them without waiting out the
   acknowledgement wait.
@@ -21,19 +23,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
-import anyio
 import structlog
 from fast_depends.exceptions import ValidationError as DependsValidationError
 from faststream import AckPolicy, BaseMiddleware
 from faststream.exceptions import NackMessage
 from faststream.message import StreamMessage
 from faststream.nats import JStream, NatsRouter, PullSub
+from nats.errors import ConnectionClosedError
+from nats.js.errors import ServiceUnavailableError
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
@@ -124,6 +128,14 @@ def _deliveries(message: StreamMessage[Any]) -> int:
         return int(raw.metadata.num_delivered)
     except Exception:
         return 1
+
+
+def _still_pending(msg: Any) -> int:
+    """Messages the consumer still held for delivery when JetStream sent ``msg`` (0 if unknown)."""
+    try:
+        return int(msg.metadata.num_pending or 0)
+    except Exception:  # not a JetStream delivery
+        return 0
 
 
 def _stream_sequence(message: StreamMessage[Any]) -> int | None:
@@ -233,8 +245,7 @@ class StageEdge:
             "ack_policy": AckPolicy.NACK_ON_ERROR,
             "title": f"{self.stage}:{self.consumer.subject}",
         }
-        if inflight > 1:
-            options["max_workers"] = inflight
+        # No max_workers: the edge runs the pull loop and bounds handlers by KOTAE_INFLIGHT (run_pulls).
         model = self.consumer.model
         if model is not None:
             # Straight from the bytes to the contract (pydantic's JSON parser) rather than
@@ -323,53 +334,69 @@ class StageEdge:
 
     # --- shutdown ---------------------------------------------------------------
 
-    def hand_back_on_stop(self, subscriber: Any) -> None:
-        """Nak, when ``subscriber`` stops, every message it fetched and did not finish.
+    def run_pulls(self, subscriber: Any) -> None:
+        """Run ``subscriber``'s pull loop: each message started at once; on stop, nak what is unfinished.
 
-        A concurrent pull subscriber fetches a batch and queues what its workers
-        cannot take yet; on stop FastStream cancels the fetch under way (whatever
-        it had received is dropped), drops that queue and cancels handlers still
-        running after the graceful timeout, all without telling JetStream, so
-        those messages would sit until KOTAE_ACK_WAIT_S ran out. Here the stop
-        first lets the fetch under way end by itself (it is bounded by the pull
-        timeout), records what it brought, then hands back everything unfinished,
-        including replies that reached the subscription after its last fetch.
-        A replica (or this stage's next process) takes them at once; outputs
+        FastStream's concurrent pull subscriber hands every fetched message through a
+        task group, a task, an in-memory queue and a second task before the handler
+        starts. Here the loop starts one task per fetched message directly (through
+        FastStream's own ``consume``: middlewares, decoding, acks), at most
+        KOTAE_INFLIGHT at a time; what waits for a free worker holds the loop, so it
+        fetches nothing more meanwhile. While the consumer has nothing else waiting,
+        a fetch asks for one message: it returns as the message arrives, where a
+        larger one first waits for the server's end-of-batch status.
+
+        On stop, FastStream would cancel the fetch under way (whatever it had
+        received is dropped) and cancel handlers still running after the graceful
+        timeout, all without telling JetStream, so those messages would sit until
+        KOTAE_ACK_WAIT_S ran out. Here the stop first lets the fetch under way end by
+        itself (it is bounded by the pull timeout), records what it brought, gives
+        running handlers the broker's graceful timeout, then hands back everything
+        unfinished, including replies that reached the subscription after its last
+        fetch. A replica (or this stage's next process) takes them at once; outputs
         carry message ids, so a half-done message redone elsewhere stores nothing twice.
         """
-        create = getattr(subscriber, "_create_subscription", None)
-        if create is None:  # not a pull subscriber: nothing is fetched ahead
-            return
-        put, stop = getattr(subscriber, "_put_msg", None), subscriber.stop
+        if getattr(subscriber, "pull_sub", None) is None or not hasattr(subscriber, "_consume_pull"):
+            return  # not a pull subscriber: nothing is fetched ahead
+        stop = subscriber.stop
         unfinished = self._unfinished  # one dict for the edge's lifetime: emptied in place
+        workers = asyncio.Semaphore(max(1, self.settings.inflight))
+        running: set[asyncio.Task[Any]] = set()
         idle = asyncio.Event()
         idle.set()
 
-        async def put_tracked(msg: Any) -> None:
-            unfinished[id(msg)] = msg
+        async def handle(msg: Any) -> None:
             try:
-                await put(msg)
-            except anyio.ClosedResourceError:  # the subscriber stopped meanwhile: handed back
-                pass
+                await subscriber.consume(msg)
+            finally:
+                workers.release()
 
-        async def create_tracked() -> None:
-            await create()
+        async def pull_loop(**_: Any) -> None:
             pull = subscriber.subscription
-            fetch = getattr(pull, "fetch", None)
-            if fetch is None:
-                return
-
-            async def fetch_tracked(*args: Any, **kwargs: Any) -> list[Any]:
+            most, timeout = subscriber.pull_sub.batch_size, subscriber.pull_sub.timeout
+            batch = most
+            while subscriber.running:
                 idle.clear()
+                msgs: list[Any] = []
                 try:
-                    msgs = await fetch(*args, **kwargs)
+                    with contextlib.suppress(asyncio.TimeoutError, ConnectionClosedError, ServiceUnavailableError):
+                        msgs = await pull.fetch(batch=batch, timeout=timeout)
                 finally:
                     idle.set()
+                if msgs:
+                    batch = most if _still_pending(msgs[-1]) else 1
                 for msg in msgs:
                     unfinished[id(msg)] = msg
-                return msgs
-
-            pull.fetch = fetch_tracked
+                for msg in msgs:
+                    await workers.acquire()
+                    if not subscriber.running:  # stopping: the rest is handed back
+                        workers.release()
+                        break
+                    task = asyncio.create_task(handle(msg))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                if msgs:
+                    await asyncio.sleep(0)  # let the handlers start before the next pull request goes out
 
         async def stop_and_hand_back() -> None:
             pull = subscriber.subscription
@@ -378,14 +405,16 @@ class StageEdge:
                 await asyncio.wait_for(idle.wait(), timeout=FETCH_TIMEOUT_S + 2.0)
             except asyncio.TimeoutError:
                 log.warning("fetch.still_running", stage=self.stage)
-            await stop()
+            await stop()  # waits up to the graceful timeout for running handlers
+            for task in list(running):
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
             if pull is not None:
                 self._take_leftovers(pull)
             await self.hand_back()
 
-        if put is not None:  # a concurrent subscriber queues what its workers cannot take yet
-            subscriber._put_msg = put_tracked
-        subscriber._create_subscription = create_tracked
+        subscriber._consume_pull = pull_loop
         subscriber.stop = stop_and_hand_back
 
     def _take_leftovers(self, pull: Any) -> None:
@@ -533,7 +562,7 @@ class _StageRouter(NatsRouter):
 
     def subscriber(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         subscriber = super().subscriber(*args, **kwargs)
-        self._edge.hand_back_on_stop(subscriber)
+        self._edge.run_pulls(subscriber)
         return subscriber
 
 

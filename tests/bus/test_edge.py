@@ -235,3 +235,48 @@ async def test_stopping_while_a_pull_waits_leaves_no_request_behind(nats_url: st
     await nc.close()
     assert waiting == 0
     assert taken == {f"w{i}" for i in range(6)} - answered
+
+
+async def test_handlers_run_concurrently_up_to_inflight_and_never_more(nats_url: str, settings: Settings) -> None:
+    """KOTAE_INFLIGHT handlers run at once: a slow call holds up no other comment, and a burst cannot overload.
+
+    Ten comments, each handler waits 0.3 s; with three workers the stage runs three
+    at a time (never four), and all ten are answered.
+    """
+    settings = settings.model_copy(update={"inflight": 3})
+    await ensure_streams_at(nats_url, settings)
+    edge = StageEdge("retriever", settings)
+    router = edge.router()
+    edge.output(subjects.RETRIEVAL, RetrievalV1)
+    active: list[int] = [0]
+    peak: list[int] = [0]
+
+    @router.subscriber(**edge.subscription())
+    async def handle(comment: CommentV1) -> None:
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        try:
+            await asyncio.sleep(0.3)
+        finally:
+            active[0] -= 1
+        await edge.publish(
+            subjects.RETRIEVAL,
+            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
+        )
+
+    broker = NatsBroker(nats_url, logger=None)
+    broker.include_router(router)
+    await broker.start()
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    for i in range(10):
+        await js.publish(subjects.COMMENT, make_comment(f"c{i}", "質問"))
+    answered: set[str] = set()
+    for _ in range(100):
+        answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.1)}
+        if len(answered) == 10:
+            break
+    await broker.stop()
+    await nc.close()
+    assert answered == {f"c{i}" for i in range(10)}
+    assert peak[0] == 3
