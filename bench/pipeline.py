@@ -13,7 +13,9 @@ One run, on this machine:
    model calls), CPU seconds and peak RSS per process, consumer lag over time (PNG).
 2. **floor** — raw nats-py: the same messages through the same number of
    JetStream hops (publish, pull, ack, publish the next) doing no work, on a server
-   of its own, at the sustained rate and at ``--quiet-rate``. Every process of the
+   of its own, at the sustained rate and at ``--quiet-rate``; each hop a process of
+   its own, as each stage is (the ratios' base), and, for reference, the hops as
+   tasks of one process. Every process of the
    run, this one included, uses the event loop the stages use (KOTAE_EVENT_LOOP).
 3. **one at a time** — the same stage logic called in sequence in one process for
    each comment, the way a single web handler would.
@@ -26,8 +28,8 @@ One run, on this machine:
    sampled; growth = RSS at the end vs after the first minute.
 
 Ratios between these, from the same run, are the result; absolute numbers depend
-on the machine (printed with it). ``--write`` replaces the capacity section of
-docs/benchmarks.md with this run's tables.
+on the machine (printed with it). ``--write`` puts this run's tables into the
+capacity section of docs/benchmarks.md, between its markers.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from kotae.stack import STAGES, Stack  # noqa: E402
 
 DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Capacity (`bench/pipeline.py`)"
+BEGIN, END = "<!-- bench/pipeline.py --write: begin -->", "<!-- bench/pipeline.py --write: end -->"
 HOT_STAGES = ("retriever", "reranker", "generator", "verifier")
 SOAK_HEADER = ["process", "RSS at 1 min MB", "RSS at half-time MB", "RSS at end MB", "end vs 1 min", "end vs half-time"]
 
@@ -258,51 +261,94 @@ def added_latency(created: dict[tuple[str, str], datetime], answers: dict[str, A
 # --- the floor: raw JetStream hops doing no work ---------------------------------------
 
 
-async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4) -> tuple[float, list[float]]:
-    """Throughput and per-hop latency of ``hops`` publish→pull→ack→publish steps with no work."""
+async def floor_hop(js: Any, name: str, h: int, hops: int, wanted: int, per_hop: list[float], finished: list[float]) -> None:
+    """One floor hop: pull, note the latency since the previous publish, publish to the next hop, ack."""
+    psub = await js.pull_subscribe(f"floor.{name}.{h}", durable=f"hop{h}", stream=name)
+    seen = 0
+    while seen < wanted:
+        try:
+            msgs = await psub.fetch(64, timeout=0.5)
+        except (asyncio.TimeoutError, nats.errors.TimeoutError):
+            continue
+        for m in msgs:
+            now = time.time()
+            per_hop.append(now - float(m.headers["t"]))
+            seen += 1
+            if h + 1 < hops:
+                await js.publish(f"floor.{name}.{h + 1}", m.data, headers={"t": repr(now)})
+            else:
+                finished.append(now)
+            await m.ack()
+
+
+async def floor_hop_process(url: str, name: str, h: int, hops: int, wanted: int, out: str) -> None:
+    """``floor_hop`` as a process of its own (``--floor-hop``): results written to ``out`` as JSON."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    per_hop: list[float] = []
+    finished: list[float] = []
+    hop = asyncio.create_task(floor_hop(js, name, h, hops, wanted, per_hop, finished))
+    await asyncio.sleep(0.2)  # the pull subscription exists before the driver publishes
+    print("ready", flush=True)
+    await hop
+    await nc.close()
+    Path(out).write_text(json.dumps({"per_hop": per_hop, "finished": finished}))
+
+
+async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4, *, processes: bool = True) -> tuple[float, list[float]]:
+    """Throughput and per-hop latency of ``hops`` publish→pull→ack→publish steps with no work.
+
+    With ``processes`` every hop is a process of its own, as every stage is in the
+    pipeline (a hop then crosses processes, each waking on its own socket); without,
+    the hops are tasks of this process on one connection.
+    """
     nc = await nats.connect(url)
     js = nc.jetstream()
     name = f"FLOOR_{uuid.uuid4().hex[:6]}"
     await js.add_stream(name=name, subjects=[f"floor.{name}.>"])
     per_hop: list[float] = []
-    done = asyncio.Event()
     finished: list[float] = []
-
-    async def worker(h: int) -> None:
-        psub = await js.pull_subscribe(f"floor.{name}.{h}", durable=f"hop{h}", stream=name)
-        while not done.is_set():
-            try:
-                msgs = await psub.fetch(64, timeout=0.5)
-            except (asyncio.TimeoutError, nats.errors.TimeoutError):
-                continue
-            for m in msgs:
-                sent = float(m.headers["t"])
-                now = time.time()
-                per_hop.append(now - sent)
-                if h + 1 < hops:
-                    await js.publish(f"floor.{name}.{h + 1}", m.data, headers={"t": repr(now)})
-                else:
-                    finished.append(now)
-                    if len(finished) == len(payloads):
-                        done.set()
-                await m.ack()
-
-    workers = [asyncio.create_task(worker(h)) for h in range(hops)]
-    await asyncio.sleep(0.5)
-    started = time.time()
-    interval = 1.0 / rate if rate > 0 else 0.0
-    for i, data in enumerate(payloads):
-        if interval:
-            delay = started + i * interval - time.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        await js.publish(f"floor.{name}.0", data, headers={"t": repr(time.time())})
+    workers: list[subprocess.Popen[str]] = []
+    tasks: list[asyncio.Task[None]] = []
+    outs = [Path(tempfile.gettempdir()) / f"{name}-{h}.json" for h in range(hops)]
     try:
-        await asyncio.wait_for(done.wait(), 120)
+        if processes:
+            for h in range(hops):
+                workers.append(subprocess.Popen(
+                    [sys.executable, __file__, "--floor-hop", url, name, str(h), str(hops), str(len(payloads)), str(outs[h])],
+                    stdout=subprocess.PIPE, text=True,
+                ))
+            for w in workers:
+                if (await asyncio.to_thread(w.stdout.readline)).strip() != "ready":  # type: ignore[union-attr]
+                    raise RuntimeError("a floor hop process did not start")
+        else:
+            tasks = [asyncio.create_task(floor_hop(js, name, h, hops, len(payloads), per_hop, finished)) for h in range(hops)]
+            await asyncio.sleep(0.5)
+        started = time.time()
+        interval = 1.0 / rate if rate > 0 else 0.0
+        for i, data in enumerate(payloads):
+            if interval:
+                delay = started + i * interval - time.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            await js.publish(f"floor.{name}.0", data, headers={"t": repr(time.time())})
+        if processes:
+            for w in workers:
+                await asyncio.to_thread(w.wait, 120)
+            for out in outs:
+                result = json.loads(out.read_text())
+                per_hop += result["per_hop"]
+                finished += result["finished"]
+        else:
+            await asyncio.wait_for(asyncio.gather(*tasks), 120)
     finally:
-        done.set()
         for w in workers:
-            w.cancel()
+            if w.poll() is None:
+                w.kill()
+        for t in tasks:
+            t.cancel()
+        for out in outs:
+            out.unlink(missing_ok=True)
         await js.delete_stream(name)
         await nc.close()
     return len(finished) / max(1e-9, max(finished, default=started) - started), sorted(per_hop)
@@ -454,6 +500,8 @@ async def main_async(args: argparse.Namespace) -> str:
         floor_url = floor_stack.start_server()
         floor_rate, floor_hops = await floor(floor_url, [sample] * args.comments, args.rate)
         _, quiet_floor_hops = await floor(floor_url, [sample] * args.quiet_comments, args.quiet_rate)
+        floor1_rate, floor1_hops = await floor(floor_url, [sample] * args.comments, args.rate, processes=False)
+        _, quiet_floor1_hops = await floor(floor_url, [sample] * args.quiet_comments, args.quiet_rate, processes=False)
         floor_stack.stop()
 
         # 3. one at a time
@@ -466,28 +514,38 @@ async def main_async(args: argparse.Namespace) -> str:
 
     out += [f"Pipeline: {args.comments} answerable comments offered at {args.rate:g}/s; model calls (reranker, "
             f"generator, verifier) answer after {args.latency_ms} ms; KOTAE_INFLIGHT={args.inflight}.", ""]
-    hop_floor = pct(floor_hops, 0.5)
+    hop_floor, hop_floor1 = pct(floor_hops, 0.5), pct(floor1_hops, 0.5)
     rows = [
         ["pipeline (every stage its own process)", f"{run.throughput:.1f}", f"{pct(lat, .5):.2f}", f"{pct(lat, .95):.2f}", f"{pct(lat, .99):.2f}"],
-        ["floor: raw JetStream, 4 hops, no work", f"{floor_rate:.1f}", f"{4 * hop_floor:.3f}", f"{4 * pct(floor_hops, .95):.3f}", f"{4 * pct(floor_hops, .99):.3f}"],
+        ["floor: raw JetStream, 4 hops, no work, each hop its own process", f"{floor_rate:.1f}", f"{4 * hop_floor:.3f}",
+         f"{4 * pct(floor_hops, .95):.3f}", f"{4 * pct(floor_hops, .99):.3f}"],
+        ["floor with the 4 hops in one process", f"{floor1_rate:.1f}", f"{4 * hop_floor1:.3f}",
+         f"{4 * pct(floor1_hops, .95):.3f}", f"{4 * pct(floor1_hops, .99):.3f}"],
         ["one at a time (same logic, sequential, one process)", f"{seq_rate:.2f}", f"{1 / seq_rate:.2f}", "–", "–"],
     ]
     out += [table(["run", "comments/s", "e2e p50 s", "e2e p95 s", "e2e p99 s"], rows), ""]
     out += [f"Outcomes: {', '.join(f'{k} {v}' for k, v in outcomes.items())}; {len(run.done)}/{args.comments} ended.",
             f"Pipeline ÷ one at a time: {run.throughput / seq_rate:.1f}×.", ""]
-    quiet_floor = pct(quiet_floor_hops, 0.5)
+    quiet_floor, quiet_floor1 = pct(quiet_floor_hops, 0.5), pct(quiet_floor1_hops, 0.5)
+
+    def ratio(value: float, base: float) -> str:
+        return f"{value / base:.1f}×" if base > 0 else "–"
+
     hop_rows = []
     for stage in HOT_STAGES:
         values, calm = sorted(added[stage]), sorted(quiet_added[stage])
-        hop_rows.append([stage, f"{1000 * pct(values, .5):.1f}", f"{1000 * pct(values, .95):.1f}",
-                         f"{pct(values, .5) / hop_floor:.1f}×" if hop_floor > 0 else "–",
-                         f"{1000 * pct(calm, .5):.1f}", f"{pct(calm, .5) / quiet_floor:.1f}×" if quiet_floor > 0 else "–",
+        busy_p50, calm_p50 = pct(values, .5), pct(calm, .5)
+        hop_rows.append([stage, f"{1000 * busy_p50:.1f}", f"{1000 * pct(values, .95):.1f}",
+                         ratio(busy_p50, hop_floor), ratio(busy_p50, hop_floor1),
+                         f"{1000 * calm_p50:.1f}", ratio(calm_p50, quiet_floor), ratio(calm_p50, quiet_floor1),
                          f"{1000 * (cpu1[stage + '-0'] - cpu0[stage + '-0']) / len(run.done):.1f}"])
     out += ["Latency kotae adds per stage (input message created → output created, minus the stage's model calls), "
-            f"against the floor's per-hop latency at the same rate ({1000 * hop_floor:.1f} ms p50 at {args.rate:g}/s, "
-            f"{1000 * quiet_floor:.1f} ms p50 at {args.quiet_rate:g}/s):", ""]
-    out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop",
-                   f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "CPU ms per comment"], hop_rows), ""]
+            "against the floor's per-hop latency at the same rate: each hop its own process, as in the pipeline "
+            f"({1000 * hop_floor:.1f} ms p50 at {args.rate:g}/s, {1000 * quiet_floor:.1f} ms p50 at {args.quiet_rate:g}/s), "
+            f"and the hops in one process ({1000 * hop_floor1:.1f} ms, {1000 * quiet_floor1:.1f} ms):", ""]
+    out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop", "÷ one-process floor hop",
+                   f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "÷ one-process floor hop",
+                   "CPU ms per comment"], hop_rows), ""]
     out += ["CPU and memory per process during the measured run:", ""]
     out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
@@ -618,18 +676,25 @@ async def soak(url: str, stack: Stack, texts: list[str], args: argparse.Namespac
 
 
 def write_section(text: str) -> None:
+    """Put this run's tables into docs/benchmarks.md, between the markers (the words around them stay)."""
     doc = DOCS.read_text(encoding="utf-8")
-    body = f"{SECTION}\n\n`python bench/pipeline.py` — written by the script.\n\n{text}\n"
-    if SECTION in doc:
+    generated = f"{BEGIN}\n\n{text}\n\n{END}"
+    if BEGIN in doc and END in doc:
+        doc = doc[: doc.index(BEGIN)] + generated + doc[doc.index(END) + len(END):]
+    elif SECTION in doc:
         start = doc.index(SECTION)
         nxt = doc.find("\n## ", start + len(SECTION))
-        doc = doc[:start] + body + (doc[nxt + 1:] if nxt >= 0 else "")
+        doc = doc[:start] + f"{SECTION}\n\n{generated}\n" + (doc[nxt:] if nxt >= 0 else "")
     else:
-        doc = doc.rstrip("\n") + "\n\n" + body
+        doc = doc.rstrip("\n") + f"\n\n{SECTION}\n\n{generated}\n"
     DOCS.write_text(doc, encoding="utf-8")
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--floor-hop"]:  # one hop of the floor, started by floor()
+        url, name, h, hops, wanted, out = sys.argv[2:8]
+        run_loop(floor_hop_process(url, name, int(h), int(hops), int(wanted), out), load_settings())
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--comments", type=int, default=1500)
     parser.add_argument("--rate", type=float, default=60.0, help="arrival rate, comments per second")
