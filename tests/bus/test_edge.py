@@ -135,9 +135,15 @@ async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: s
     assert len(letters) == 1 and letters[0]["data"]["deliveries"] == 3
 
 
-async def slow_stage(settings: Settings, url: str, seconds: float) -> tuple[StageEdge, NatsBroker, list[str]]:
-    """A retriever-like stage whose handler takes ``seconds``; stops with a 0.2 s graceful timeout."""
+async def slow_stage(
+    settings: Settings, url: str, seconds: float, peak: list[int] | None = None
+) -> tuple[StageEdge, NatsBroker, list[str]]:
+    """A retriever-like stage whose handler takes ``seconds``; stops with a 0.2 s graceful timeout.
+
+    ``peak``, if given, ends up holding the most handlers that ran at once.
+    """
     started: list[str] = []
+    running = [0]
     await ensure_streams_at(url, settings)
     edge = StageEdge("retriever", settings)
     router = edge.router()
@@ -146,7 +152,13 @@ async def slow_stage(settings: Settings, url: str, seconds: float) -> tuple[Stag
     @router.subscriber(**edge.subscription())
     async def handle(comment: CommentV1) -> None:
         started.append(comment.comment_id)
-        await asyncio.sleep(seconds)
+        running[0] += 1
+        if peak is not None:
+            peak[0] = max(peak[0], running[0])
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            running[0] -= 1
         await edge.publish(
             subjects.RETRIEVAL,
             RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
@@ -244,29 +256,8 @@ async def test_handlers_run_concurrently_up_to_inflight_and_never_more(nats_url:
     at a time (never four), and all ten are answered.
     """
     settings = settings.model_copy(update={"inflight": 3})
-    await ensure_streams_at(nats_url, settings)
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1)
-    active: list[int] = [0]
-    peak: list[int] = [0]
-
-    @router.subscriber(**edge.subscription())
-    async def handle(comment: CommentV1) -> None:
-        active[0] += 1
-        peak[0] = max(peak[0], active[0])
-        try:
-            await asyncio.sleep(0.3)
-        finally:
-            active[0] -= 1
-        await edge.publish(
-            subjects.RETRIEVAL,
-            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
-        )
-
-    broker = NatsBroker(nats_url, logger=None)
-    broker.include_router(router)
-    await broker.start()
+    peak = [0]
+    _, broker, _ = await slow_stage(settings, nats_url, 0.3, peak)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     for i in range(10):
