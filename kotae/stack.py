@@ -80,6 +80,7 @@ class Stack:
         self.address = settings.nats_url or ""
         self.url = self.address
         self.processes: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self._metrics_ports: dict[int, subprocess.Popen[bytes]] = {}  # /metrics port -> the process given it
         self.log_dir = settings.data_dir / "logs"
         self.env_dir = settings.data_dir / "nats"
 
@@ -165,9 +166,12 @@ class Stack:
         index = len(self.processes.get(stage, []))
         log_path = self.log_dir / f"{stage}-{index}.log"
         env = self._env(stage)
+        port = None
         if self.settings.metrics_port:
-            # One /metrics port per process: the base port, then the next ones in stage order.
-            env["KOTAE_METRICS_PORT"] = str(self.metrics_port(stage, index))
+            # One /metrics port per live process (a replacement takes the port its predecessor freed).
+            held = {port for port, proc in self._metrics_ports.items() if proc.poll() is None}
+            port = self.metrics_port_for(stage, held)
+            env["KOTAE_METRICS_PORT"] = str(port)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kotae", "serve", stage],
@@ -177,12 +181,30 @@ class Stack:
                 stdin=subprocess.DEVNULL,
             )
         self.processes.setdefault(stage, []).append(proc)
+        if port is not None:
+            self._metrics_ports[port] = proc
         return proc
 
     def metrics_port(self, stage: str, index: int) -> int:
         """The /metrics port of replica ``index`` of ``stage`` when KOTAE_METRICS_PORT is set."""
         base = self.settings.metrics_port or 0
         return base + self.stages.index(stage) * self.replicas + index
+
+    def metrics_port_for(self, stage: str, held: set[int]) -> int:
+        """The /metrics port for a new process of ``stage`` while live processes hold ``held``.
+
+        The first of the stage's own ports (see :meth:`metrics_port`) that is free; a replica
+        beyond ``replicas`` gets the first free port after every stage's own ones, so it never
+        takes the port of another stage's replica that is restarted later.
+        """
+        for index in range(self.replicas):
+            port = self.metrics_port(stage, index)
+            if port not in held:
+                return port
+        port = (self.settings.metrics_port or 0) + len(self.stages) * self.replicas
+        while port in held:
+            port += 1
+        return port
 
     async def start(self, timeout: float = 90.0) -> str:
         """Start the server and every stage; return once each stage is pulling."""

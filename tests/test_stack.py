@@ -24,6 +24,18 @@ def test_every_replica_gets_its_own_metrics_port(tmp_path) -> None:  # noqa: ANN
     assert len(set(ports)) == len(ports) and min(ports) == 9100
 
 
+def test_a_replacement_or_extra_replica_never_shares_a_metrics_port(tmp_path) -> None:  # noqa: ANN001
+    stack = Stack(load_settings(data_dir=tmp_path, metrics_port=9100), replicas=2)
+    own = {stage: {stack.metrics_port(stage, i) for i in range(2)} for stage in STAGES}
+    everyone = set().union(*own.values())
+    # A retriever replica died: its replacement takes the freed port, not the generator's.
+    assert stack.metrics_port_for("retriever", everyone - {stack.metrics_port("retriever", 1)}) == stack.metrics_port("retriever", 1)
+    # A third retriever while both run: a port past every stage's, then the next one.
+    extra = stack.metrics_port_for("retriever", everyone)
+    assert extra not in everyone and extra == max(everyone) + 1
+    assert stack.metrics_port_for("retriever", everyone | {extra}) == extra + 1
+
+
 async def test_on_the_server_of_kotae_nats_url_kotae_up_creates_missing_streams_and_changes_none(
     nats_url: str, settings: Settings
 ) -> None:
