@@ -169,7 +169,7 @@ class Stack:
         port = None
         if self.settings.metrics_port:
             # One /metrics port per live process (a replacement takes the port its predecessor freed).
-            held = {port for port, proc in self._metrics_ports.items() if proc.poll() is None}
+            held = {taken for taken, proc in self._metrics_ports.items() if proc.poll() is None}
             port = self.metrics_port_for(stage, held)
             env["KOTAE_METRICS_PORT"] = str(port)
         with open(log_path, "ab") as out:
