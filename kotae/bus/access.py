@@ -21,6 +21,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -383,7 +384,7 @@ def password_lines() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m kotae.bus.access passwords [--out deploy/.env]``: new passwords for the service users."""
+    """``python -m kotae.bus.access passwords|creds``: new passwords, or .creds files, for the service users."""
     import argparse
     import os
     import sys
@@ -392,7 +393,22 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("passwords", help="print NATS_PASSWORD_<USER>=<random> for every service user (compose's .env)")
     p.add_argument("--out", type=str, help="write them to this file (created 0600; an existing file is left alone)")
+    c = sub.add_parser("creds", help="a .creds file per service user, its permissions in the JWT (servers on JWT accounts)")
+    c.add_argument("--account-seed", type=Path, required=True, help="file holding the seed (SA…) of the account that signs the users")
+    c.add_argument("--account", help="the account's public key, when --account-seed is one of its signing keys")
+    c.add_argument("--out", type=Path, required=True, help="folder for <user>.creds (created 0600; existing files are left alone)")
     args = parser.parse_args(argv)
+    if args.command == "creds":
+        from kotae.bus.creds import CredsError, environment_lines, read_account_seed, write_user_creds
+
+        try:
+            users: dict[str, Permissions | None] = dict(service_users(Settings.model_construct()))
+            paths = write_user_creds(users, read_account_seed(args.account_seed), args.out, account=args.account)
+        except CredsError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 1
+        sys.stdout.write("\n".join(environment_lines(paths)) + "\n")
+        return 0
     text = "# NATS passwords of deploy/compose.yaml (python -m kotae.bus.access passwords); keep out of git.\n"
     text += "\n".join(password_lines()) + "\n"
     if args.out is None:

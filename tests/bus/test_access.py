@@ -24,6 +24,7 @@ import trustme
 from pydantic import SecretStr
 
 from kotae.bus import access
+from kotae.bus.creds import new_seed, write_user_creds
 from kotae.bus.embedded import EmbeddedNats
 from kotae.bus.topology import CONSUMERS, differences, ensure_streams_at, stream_config
 from kotae.contracts import AnswerV1, subjects
@@ -31,6 +32,7 @@ from kotae.runtime import make_broker
 from kotae.settings import Settings, SettingsError, load_settings
 
 from tests.fakes.nats_config import configured_nats, free_port, server_errors
+from tests.fakes.nats_jwt import JwtAccounts
 from tests.integration.stages import running_stages
 from tests.services.verifier.test_handlers import FAITHFUL, draft
 
@@ -262,6 +264,96 @@ async def test_without_the_ca_or_the_client_certificate_a_stage_is_refused_with_
     with pytest.raises(access.NatsConnectError, match=named):
         await nats.connect(**access.connect_options(insecure))
     assert time.monotonic() - started < 10, "a refused certificate is not worth retrying"
+
+
+# --- JWT accounts: a .creds file per service user ------------------------------------------
+
+
+@dataclasses.dataclass
+class JwtServer:
+    url: str
+    accounts: JwtAccounts
+    creds: dict[str, Path]
+
+    def as_user(self, settings: Settings, user: str) -> Settings:
+        return settings.model_copy(update={"nats_url": self.url, "nats_creds": self.creds[user],
+                                           "nats_inbox_prefix": access.inbox_of(user)})
+
+
+@pytest.fixture
+def jwt_nats(tmp_path: Path) -> Iterator[JwtServer]:
+    """A nats-server on JWT accounts, and a .creds file per service user signed by kotae's account."""
+    accounts = JwtAccounts()
+    users: dict[str, access.Permissions | None] = {**access.service_users(load_settings(data_dir=tmp_path / "data")),
+                                                   access.ADMIN: None}
+    creds = write_user_creds(users, accounts.account_seed, tmp_path / "creds")
+    port = free_port()
+    with configured_nats(accounts.server_config(port, tmp_path / "js"), tmp_path):
+        yield JwtServer(f"nats://127.0.0.1:{port}", accounts, creds)
+
+
+async def test_with_its_creds_file_a_stage_handles_a_message_on_a_server_with_jwt_accounts(
+    jwt_nats: JwtServer, settings: Settings
+) -> None:
+    verifier = jwt_nats.as_user(settings, "verifier")
+    async with running_stages(verifier, jwt_nats.url, stages=("verifier",)):  # declares the streams as the verifier
+        nc = await nats.connect(**access.connect_options(jwt_nats.as_user(settings, access.ADMIN)))
+        js = nc.jetstream()
+        sub = await js.subscribe(subjects.answer("verified"), ordered_consumer=True)
+        await js.publish(subjects.DRAFT, draft(FAITHFUL, comment_id="jwt-1").model_dump_json().encode())
+        msg = await sub.next_msg(timeout=30)
+        await nc.close()
+    assert AnswerV1.model_validate_json(msg.data).comment_id == "jwt-1"
+
+
+async def test_a_stages_jwt_carries_its_permissions(jwt_nats: JwtServer, settings: Settings) -> None:
+    await ensure_streams_at(jwt_nats.url, jwt_nats.as_user(settings, access.ADMIN))
+    errors: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(exc)
+
+    nc = await nats.connect(**{**access.connect_options(jwt_nats.as_user(settings, "reranker")), "error_cb": on_error})
+    ack = await nc.jetstream().publish(subjects.RERANK, b"{}", headers={"Nats-Msg-Id": "jwt-own"})
+    assert ack.stream == subjects.STREAM_PIPELINE  # its own output is stored
+    await nc.publish(subjects.DRAFT, b"{}")  # the generator's
+    await nc.subscribe("_INBOX.>")  # replies meant for anyone
+    await nc.flush()
+    await server_errors(errors, count=2)
+    await nc.close()
+    refused = " ".join(str(e).lower() for e in errors)
+    assert f'permissions violation for publish to "{subjects.DRAFT}"' in refused, errors
+    assert 'permissions violation for subscription to "_inbox.>"' in refused, errors
+
+
+async def test_a_user_signed_by_an_account_the_server_does_not_know_is_refused(
+    jwt_nats: JwtServer, settings: Settings, tmp_path: Path
+) -> None:
+    stranger = write_user_creds({"verifier": None}, new_seed("account"), tmp_path / "other")
+    with pytest.raises(Exception, match="(?i)authorization violation"):
+        await nats.connect(**{**access.connect_options(jwt_nats.as_user(settings, "verifier")),
+                              "user_credentials": str(stranger["verifier"]), "max_reconnect_attempts": 0,
+                              "allow_reconnect": False})
+
+
+def test_the_creds_command_writes_a_private_file_per_user_and_never_replaces_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed = JwtAccounts().write_account_seed(tmp_path / "account.nk")
+    out = tmp_path / "creds"
+    assert access.main(["creds", "--account-seed", str(seed), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    users = access.service_users(load_settings(data_dir=tmp_path / "data"))
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{user}.creds" for user in users)
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in out.iterdir())
+    assert f"verifier: KOTAE_NATS_CREDS={out / 'verifier.creds'} KOTAE_NATS_INBOX_PREFIX=_INBOX_verifier" in printed
+    before = (out / "verifier.creds").read_text()
+    assert access.main(["creds", "--account-seed", str(seed), "--out", str(out)]) == 1
+    assert "exist" in capsys.readouterr().err and (out / "verifier.creds").read_text() == before
+    (tmp_path / "not-a-seed.nk").write_text("hello\n")
+    assert access.main(["creds", "--account-seed", str(tmp_path / "not-a-seed.nk"), "--out", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert "not-a-seed.nk" in err and "no account seed" in err and not (tmp_path / "x").exists()
 
 
 # --- streams: stages create what is missing, never change what exists -----------------------
