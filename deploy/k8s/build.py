@@ -35,6 +35,18 @@ NAMESPACE = "kotae"
 IMAGE = "ghcr.io/kotae/kotae:0.1.0"
 NATS_URL = "nats://nats.nats.svc:4222"
 NATS_MONITOR = "nats.nats.svc.cluster.local:8222"
+# TLS Secrets (tls.crt, tls.key and ca.crt, as cert-manager writes them; secrets.example.yaml):
+NATS_SERVER_TLS = "kotae-nats-server-tls"  # namespace nats: the servers' certificate
+NATS_CA = "kotae-nats-ca"  # namespace nats: ca.crt, the CA that signed the clients' certificates
+NATS_CLIENT_TLS = "kotae-nats-client-tls"  # namespaces kotae and nats: the clients' certificate and the CA
+CLIENT_TLS_DIR = "/etc/kotae/nats-tls"
+CLIENT_TLS_ENV = [
+    {"name": "KOTAE_NATS_TLS_CA", "value": f"{CLIENT_TLS_DIR}/ca.crt"},
+    {"name": "KOTAE_NATS_TLS_CERT", "value": f"{CLIENT_TLS_DIR}/tls.crt"},
+    {"name": "KOTAE_NATS_TLS_KEY", "value": f"{CLIENT_TLS_DIR}/tls.key"},
+]
+CLIENT_TLS_VOLUME = {"name": "nats-tls", "secret": {"secretName": NATS_CLIENT_TLS}}
+CLIENT_TLS_MOUNT = {"name": "nats-tls", "mountPath": CLIENT_TLS_DIR, "readOnly": True}
 
 # stage → (JetStream stream, durable consumer, requests cpu/mem, limits cpu/mem, min, max replicas, lag per replica)
 STAGES: dict[str, tuple[str, str, str, str, str, str, int, int, int]] = {
@@ -68,6 +80,7 @@ def deployment(stage: str, spec: tuple[str, str, str, str, str, str, int, int, i
         ports.append({"name": "rates", "containerPort": 9101})
     env.append({"name": "KOTAE_NATS_USER", "value": stage})
     env.append({"name": "KOTAE_NATS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "kotae-nats", "key": stage}}})
+    env += CLIENT_TLS_ENV
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -94,10 +107,10 @@ def deployment(stage: str, spec: tuple[str, str, str, str, str, str, int, int, i
                             "startupProbe": {**probe, "failureThreshold": 30},
                             "livenessProbe": {**probe, "failureThreshold": 3},
                             "readinessProbe": {**probe, "failureThreshold": 2},
-                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}, CLIENT_TLS_MOUNT],
                         }
                     ],
-                    "volumes": [{"name": "data", "emptyDir": {}}],
+                    "volumes": [{"name": "data", "emptyDir": {}}, CLIENT_TLS_VOLUME],
                 },
             },
         },
@@ -114,6 +127,7 @@ def streams_job() -> dict[str, Any]:
     env = [{"name": k, "value": v} for k, v in OVERRIDES.items() if k != "KOTAE_METRICS_PORT"]
     env.append({"name": "KOTAE_NATS_USER", "value": STREAMS})
     env.append({"name": "KOTAE_NATS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "kotae-nats", "key": STREAMS}}})
+    env += CLIENT_TLS_ENV
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -134,10 +148,10 @@ def streams_job() -> dict[str, Any]:
                             "envFrom": [{"configMapRef": {"name": "kotae-settings"}}],
                             "env": env,
                             "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
-                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}, CLIENT_TLS_MOUNT],
                         }
                     ],
-                    "volumes": [{"name": "data", "emptyDir": {}}],
+                    "volumes": [{"name": "data", "emptyDir": {}}, CLIENT_TLS_VOLUME],
                 },
             },
         },
@@ -202,6 +216,9 @@ def nats_values() -> dict[str, Any]:
                 "merge": {"sync_interval": "always"},
             },
             "monitor": {"enabled": True, "port": 8222},
+            # Mutual TLS for clients, as in nats-server.conf: the server certificate from
+            # NATS_SERVER_TLS, and a client without a certificate signed by NATS_CA is refused.
+            "nats": {"tls": {"enabled": True, "secretName": NATS_SERVER_TLS, "merge": {"verify": True}}},
             "merge": {
                 "accounts": {
                     "KOTAE": {"jetstream": "enabled", "users": nats_users()},
@@ -216,6 +233,9 @@ def nats_values() -> dict[str, Any]:
             }
         },
         "promExporter": {"enabled": True, "port": 7777, "podMonitor": {"enabled": False}},
+        "tlsCA": {"enabled": True, "secretName": NATS_CA},
+        # nats-box (kubectl exec into it to inspect streams) needs a client certificate too.
+        "natsBox": {"contexts": {"default": {"tls": {"secretName": NATS_CLIENT_TLS}}}},
     }
 
 

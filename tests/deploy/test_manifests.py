@@ -152,6 +152,25 @@ def test_a_job_applies_stream_changes_as_the_streams_user_with_the_stages_settin
     assert "streams" in next(d for d in secrets if d["metadata"]["name"] == "kotae-nats")["stringData"]
 
 
+def test_every_process_reaches_nats_over_mutual_tls_with_files_from_its_mounted_secret() -> None:
+    docs = _yaml_docs(DEPLOY / "k8s/stages.yaml")
+    pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] in ("Deployment", "Job")]
+    assert len(pods) == len(STAGES) + 1
+    for pod in pods:
+        container = pod["containers"][0]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+        for name in ("KOTAE_NATS_TLS_CA", "KOTAE_NATS_TLS_CERT", "KOTAE_NATS_TLS_KEY"):
+            folder, _, file = env[name].rpartition("/")
+            assert mounts[folder]["secret"]["secretName"] == "kotae-nats-client-tls", (container["name"], name)
+            assert file in ("ca.crt", "tls.crt", "tls.key")  # the keys cert-manager writes
+    values = yaml.safe_load((DEPLOY / "k8s/nats-values.yaml").read_text(encoding="utf-8"))
+    tls = values["config"]["nats"]["tls"]
+    assert tls["enabled"] and tls["merge"]["verify"] is True  # a client without a certificate is refused
+    assert values["tlsCA"]["enabled"] and values["tlsCA"]["secretName"]
+
+
 def test_nats_users_may_publish_exactly_what_their_stage_declares() -> None:
     builder = _module(DEPLOY / "k8s/build.py")
     values = yaml.safe_load((DEPLOY / "k8s/nats-values.yaml").read_text(encoding="utf-8"))
