@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     nats_inbox_prefix: str | None = Field(
         default=None,
         description="Prefix of this process's reply subjects; unset: _INBOX_<KOTAE_NATS_USER> with a user "
-        "(what kotae's generated NATS users may read), else _INBOX.",
+        "(what kotae's generated NATS users may read), the one inbox the JWT of KOTAE_NATS_CREDS may read, else _INBOX.",
     )
     stream_id: str = Field(default="default", min_length=1, description="Stream id stamped on ingested comments.")
     kb: str = Field(default="default", min_length=1, description="Knowledge base the stream is bound to.")

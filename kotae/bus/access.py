@@ -16,7 +16,9 @@ Example::
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -283,12 +285,38 @@ def refuse_on_tls_error(settings: Settings, *, while_: Callable[[], bool] = lamb
 
 
 def inbox_prefix(settings: Settings) -> str | None:
-    """KOTAE_NATS_INBOX_PREFIX, else ``_INBOX_<KOTAE_NATS_USER>`` (what the generated users allow)."""
+    """KOTAE_NATS_INBOX_PREFIX, else ``_INBOX_<KOTAE_NATS_USER>`` (what the generated users allow),
+    else the one private inbox the user JWT in KOTAE_NATS_CREDS may subscribe to."""
     if settings.nats_inbox_prefix:
         return settings.nats_inbox_prefix
     if settings.nats_user:
         return inbox_of(settings.nats_user)
+    if settings.nats_creds is not None:
+        return creds_inbox(settings.nats_creds)
     return None
+
+
+_CREDS_JWT = re.compile(r"-----BEGIN NATS USER JWT-----\s*([A-Za-z0-9_.-]+)\s*-+END NATS USER JWT-+")
+_PRIVATE_INBOX = re.compile(r"^(_INBOX_[^.*>\s]+)\.>$")
+
+
+def creds_inbox(path: Path) -> str | None:
+    """``_INBOX_<user>`` when the user JWT in the ``.creds`` file at ``path`` lets it subscribe
+    to exactly one such prefix (as ``python -m kotae.bus.access creds`` writes them); else None.
+
+    The JWT's claims are read, not verified: the server verifies them at login.
+    """
+    try:
+        found = _CREDS_JWT.search(path.read_text(encoding="utf-8"))
+        if found is None:
+            return None
+        payload = found.group(1).split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        allowed = claims.get("nats", {}).get("sub", {}).get("allow") or []
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    prefixes = {m.group(1) for entry in allowed if isinstance(entry, str) and (m := _PRIVATE_INBOX.match(entry))}
+    return prefixes.pop() if len(prefixes) == 1 else None
 
 
 def tls_context(settings: Settings) -> ssl.SSLContext | None:

@@ -6,8 +6,8 @@ holds both. This module writes one per service user of :func:`kotae.bus.access.s
 with that user's permissions inside the JWT, so a deployment on JWT accounts (a
 managed NATS service, or a cluster set up with ``nsc``) restricts every stage
 exactly as the generated nats-server configuration does. Each process then sets
-``KOTAE_NATS_CREDS`` to its file and ``KOTAE_NATS_INBOX_PREFIX`` to ``_INBOX_<user>``
-(the one reply prefix its JWT lets it read).
+``KOTAE_NATS_CREDS`` to its file; it takes its reply prefix, ``_INBOX_<user>``, from the
+JWT (the one inbox the JWT lets it read; :func:`kotae.bus.access.creds_inbox`).
 
 Needs the ``nkeys`` package (``pip install 'kotae[creds]'``).
 
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kotae.bus.access import Permissions, inbox_of
+from kotae.bus.access import Permissions
 
 _HEADER = {"typ": "JWT", "alg": "ed25519-nkey"}
 
@@ -141,5 +141,5 @@ def write_user_creds(
 
 
 def environment_lines(paths: dict[str, Path]) -> list[str]:
-    """What each service sets to log in with its file."""
-    return [f"{user}: KOTAE_NATS_CREDS={path} KOTAE_NATS_INBOX_PREFIX={inbox_of(user)}" for user, path in paths.items()]
+    """What each service sets to log in with its file (its reply prefix is read from the JWT)."""
+    return [f"{user}: KOTAE_NATS_CREDS={path}" for user, path in paths.items()]

@@ -276,8 +276,8 @@ class JwtServer:
     creds: dict[str, Path]
 
     def as_user(self, settings: Settings, user: str) -> Settings:
-        return settings.model_copy(update={"nats_url": self.url, "nats_creds": self.creds[user],
-                                           "nats_inbox_prefix": access.inbox_of(user)})
+        # No KOTAE_NATS_INBOX_PREFIX: the stage reads its reply prefix from the JWT.
+        return settings.model_copy(update={"nats_url": self.url, "nats_creds": self.creds[user]})
 
 
 @pytest.fixture
@@ -346,7 +346,9 @@ def test_the_creds_command_writes_a_private_file_per_user_and_never_replaces_one
     users = access.service_users(load_settings(data_dir=tmp_path / "data"))
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{user}.creds" for user in users)
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in out.iterdir())
-    assert f"verifier: KOTAE_NATS_CREDS={out / 'verifier.creds'} KOTAE_NATS_INBOX_PREFIX=_INBOX_verifier" in printed
+    assert f"verifier: KOTAE_NATS_CREDS={out / 'verifier.creds'}" in printed
+    assert access.creds_inbox(out / "verifier.creds") == "_INBOX_verifier"
+    assert access.connect_options(load_settings(nats_creds=out / "reader.creds"))["inbox_prefix"] == "_INBOX_reader"
     before = (out / "verifier.creds").read_text()
     assert access.main(["creds", "--account-seed", str(seed), "--out", str(out)]) == 1
     assert "exist" in capsys.readouterr().err and (out / "verifier.creds").read_text() == before
