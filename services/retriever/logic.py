@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from kotae.bus.edge import TransientError
@@ -152,10 +153,29 @@ class Retriever:
         )
         self.weights = Weights(words=settings.fusion_words, chars=settings.fusion_chars, dense=settings.fusion_dense)
         self._searchers: dict[str, tuple[Any, HybridSearcher]] = {}
+        self._manifests: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
         self.rewriter = QueryRewriter.from_settings(settings)
         self._retired: list[tuple[float, Any]] = []
         self._server: Backend | None = None
         self._lock = threading.Lock()
+
+    def _digest(self, store: KnowledgeStore) -> str | None:
+        """The store's digest, read again only when its manifest file changed (a reload replaces it).
+
+        Every comment asks, so a reload is seen by the next comment; a stat costs a
+        fraction of reading and parsing the manifest.
+        """
+        try:
+            st = store.manifest_path.stat()
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        known = self._manifests.get(store.manifest_path)
+        if known is not None and known[0] == key:
+            return known[1]
+        digest = store.digest()
+        self._manifests[store.manifest_path] = (key, digest)
+        return digest
 
     def _open(self, kb: str) -> HybridSearcher:
         if self.settings.qdrant_url:
@@ -172,7 +192,7 @@ class Retriever:
             self._searchers[kb] = (time.monotonic(), searcher)
             return searcher
         store = KnowledgeStore(self.settings.kb_dir, kb)
-        digest = store.digest()
+        digest = self._digest(store)
         if digest is None:
             raise KnowledgeBaseMissing(f"knowledge base {kb!r} is not loaded (run: kotae kb load PATH --name {kb})")
         cached = self._searchers.get(kb)
