@@ -336,6 +336,20 @@ async def test_a_user_signed_by_an_account_the_server_does_not_know_is_refused(
                               "allow_reconnect": False})
 
 
+async def test_users_signed_by_a_signing_key_of_the_account_name_the_account(
+    jwt_nats: JwtServer, settings: Settings, tmp_path: Path
+) -> None:
+    signed = write_user_creds({"verifier": None}, jwt_nats.accounts.signing_seed, tmp_path / "signed",
+                              account=jwt_nats.accounts.account)
+    nc = await nats.connect(**{**access.connect_options(jwt_nats.as_user(settings, "verifier")),
+                               "user_credentials": str(signed["verifier"])})
+    await nc.close()
+    unnamed = write_user_creds({"verifier": None}, jwt_nats.accounts.signing_seed, tmp_path / "unnamed")
+    with pytest.raises(Exception, match="(?i)authorization violation"):  # the key alone is no account
+        await nats.connect(**{**access.connect_options(jwt_nats.as_user(settings, "verifier")),
+                              "user_credentials": str(unnamed["verifier"]), "allow_reconnect": False})
+
+
 def test_the_creds_command_writes_a_private_file_per_user_and_never_replaces_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

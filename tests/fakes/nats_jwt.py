@@ -26,6 +26,7 @@ class JwtAccounts:
         self.operator_seed = new_seed("operator")
         self.system_seed = new_seed("account")
         self.account_seed = new_seed("account")
+        self.signing_seed = new_seed("account")  # one of the account's signing keys
         self.system = public_key(self.system_seed)
         self.account = public_key(self.account_seed)
         operator = public_key(self.operator_seed)
@@ -34,10 +35,13 @@ class JwtAccounts:
             self.operator_seed,
         )
         self.system_jwt = self._account_jwt("SYS", self.system, UNLIMITED)
-        self.account_jwt = self._account_jwt("KOTAE", self.account, WITH_JETSTREAM)
+        self.account_jwt = self._account_jwt("KOTAE", self.account, WITH_JETSTREAM, signing_keys=[public_key(self.signing_seed)])
 
-    def _account_jwt(self, name: str, key: str, limits: dict[str, Any]) -> str:
-        return encode({"name": name, "sub": key, "nats": {"limits": limits, "type": "account", "version": 2}}, self.operator_seed)
+    def _account_jwt(self, name: str, key: str, limits: dict[str, Any], *, signing_keys: list[str] | None = None) -> str:
+        nats: dict[str, Any] = {"limits": limits, "type": "account", "version": 2}
+        if signing_keys:
+            nats["signing_keys"] = signing_keys
+        return encode({"name": name, "sub": key, "nats": nats}, self.operator_seed)
 
     def server_config(self, port: int, store: Path) -> dict[str, Any]:
         return {
