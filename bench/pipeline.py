@@ -471,12 +471,14 @@ async def main_async(args: argparse.Namespace) -> str:
         # The fake model server shares the cores too: its CPU is shown, apart from kotae's.
         pids = {**processes(stack), "fake model server (not kotae)": fake.pid}
         cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
+        wall0 = time.monotonic()
         run_id = uuid.uuid4().hex[:6]
         warm = [comment(i, texts[i % len(texts)], f"warm{run_id}") for i in range(40)]
         await drive(url, warm, 20, timeout=120, watch_lag=False)
         comments = [comment(i, texts[i % len(texts)], run_id) for i in range(args.comments)]
         run = await drive(url, comments, args.rate, timeout=max(120.0, 4 * args.comments / max(args.rate, 1)))
         cpu1 = {k: cpu_seconds(p) for k, p in pids.items()}
+        wall = time.monotonic() - wall0
         peak = {k: rss_mb(p, "VmHWM") for k, p in pids.items()}
         created = await hop_times(url, set(run.done))
         added = added_latency(created, run.answers)
@@ -546,8 +548,12 @@ async def main_async(args: argparse.Namespace) -> str:
     out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop", "÷ one-process floor hop",
                    f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "÷ one-process floor hop",
                    "CPU ms per comment"], hop_rows), ""]
-    out += ["CPU and memory per process during the measured run:", ""]
+    out += ["CPU and memory per process during the measured run (and its 40-comment warm-up):", ""]
     out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
+    total_cpu = sum(cpu1[k] - cpu0[k] for k in pids)
+    cores = os.cpu_count() or 1
+    out += [f"All of them together: {total_cpu:.1f} CPU s over {wall:.1f} s, {100 * total_cpu / (wall * cores):.0f}% of "
+            f"the {cores} cores.", ""]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
     out += [f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
             f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible):", ""]
