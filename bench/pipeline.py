@@ -24,6 +24,8 @@ One run, on this machine:
    is cached; every other stage offline; comments as fast as they can be
    published): throughput with 1, 2 and 3 retriever replicas, beside the bound
    the machine's cores put on it given the other processes' CPU per comment.
+   ``--scale-rounds`` rounds in one stack (1, 2, 3 then 3, 2, 1 replicas), each
+   round's ratios over its own one-replica run, medians shown.
 5. ``--soak-min N`` — N minutes at the sustained rate, RSS of every process
    sampled; growth = RSS at the end vs after the first minute.
 
@@ -38,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -76,8 +79,9 @@ SOAK_HEADER = ["process", "RSS at 1 min MB", "RSS at half-time MB", "RSS at end 
 # --- the fake model server, in its own process ---------------------------------------
 
 FAKE = r"""
-import sys, time
+import os, sys, time
 sys.path.insert(0, sys.argv[1])
+os.nice(int(sys.argv[3]))
 from tests.fakes.model_server import FakeModelServer, stage_responder
 
 with FakeModelServer(responder=stage_responder, delay_s=float(sys.argv[2])) as fake:
@@ -87,8 +91,9 @@ with FakeModelServer(responder=stage_responder, delay_s=float(sys.argv[2])) as f
 """
 
 
-def start_fake_model(latency_s: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", FAKE, str(ROOT), str(latency_s)], stdout=subprocess.PIPE, text=True)
+def start_fake_model(latency_s: float, nice: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """The fake model server in a process of its own, at ``nice`` (it stands in for a hosted API on other machines)."""
+    proc = subprocess.Popen([sys.executable, "-c", FAKE, str(ROOT), str(latency_s), str(nice)], stdout=subprocess.PIPE, text=True)
     url = proc.stdout.readline().strip() if proc.stdout else ""
     if not url.startswith("http"):
         proc.kill()
@@ -122,6 +127,15 @@ def cpu_seconds(pid: int) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / _TICK
     except OSError:
+        return float("nan")
+
+
+def steal_seconds() -> float:
+    """CPU time the hypervisor gave to other guests while this machine's processes wanted it (all cores)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        return int(fields[8]) / _TICK
+    except (OSError, IndexError, ValueError):
         return float("nan")
 
 
@@ -426,7 +440,7 @@ def env_for(settings_env: dict[str, str]) -> None:
 async def soak_only(args: argparse.Namespace) -> str:
     """Just the soak: the pipeline at ``--rate`` for ``--soak-min`` minutes, RSS per process."""
     work = Path(tempfile.mkdtemp(prefix="kotae-soak-"))
-    fake, fake_url = start_fake_model(args.latency_ms / 1000)
+    fake, fake_url = start_fake_model(args.latency_ms / 1000, args.fake_nice)
     base = f"compatible:{fake_url}/v1|"
     env_for({"KOTAE_RERANKER_MODEL": base + "ranker", "KOTAE_GENERATOR_MODEL": base + "writer", "KOTAE_VERIFIER_MODEL": base + "checker",
              "KOTAE_INFLIGHT": str(args.inflight), "KOTAE_MODEL_CONCURRENCY": str(args.inflight), "KOTAE_LOG_LEVEL": "warning",
@@ -453,7 +467,7 @@ async def main_async(args: argparse.Namespace) -> str:
     loop = type(asyncio.get_running_loop()).__module__.split(".")[0]  # uvloop or asyncio (KOTAE_EVENT_LOOP)
     out: list[str] = [f"Machine: {describe()}; event loop of every process: {loop}", ""]
     work = Path(tempfile.mkdtemp(prefix="kotae-capacity-"))
-    fake, fake_url = start_fake_model(args.latency_ms / 1000)
+    fake, fake_url = start_fake_model(args.latency_ms / 1000, args.fake_nice)
     base = f"compatible:{fake_url}/v1|"
     model_env = {
         "KOTAE_RERANKER_MODEL": base + "ranker", "KOTAE_GENERATOR_MODEL": base + "writer", "KOTAE_VERIFIER_MODEL": base + "checker",
@@ -468,17 +482,18 @@ async def main_async(args: argparse.Namespace) -> str:
         load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
         stack = Stack(settings)
         url = await stack.start()
-        # The fake model server shares the cores too: its CPU is shown, apart from kotae's.
+        # The fake model server shares the cores too (at --fake-nice, so kotae's processes come
+        # first, as they would with the model on other machines): its CPU is shown, apart from kotae's.
         pids = {**processes(stack), "fake model server (not kotae)": fake.pid}
         cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
-        wall0 = time.monotonic()
+        wall0, steal0 = time.monotonic(), steal_seconds()
         run_id = uuid.uuid4().hex[:6]
         warm = [comment(i, texts[i % len(texts)], f"warm{run_id}") for i in range(40)]
         await drive(url, warm, 20, timeout=120, watch_lag=False)
         comments = [comment(i, texts[i % len(texts)], run_id) for i in range(args.comments)]
         run = await drive(url, comments, args.rate, timeout=max(120.0, 4 * args.comments / max(args.rate, 1)))
         cpu1 = {k: cpu_seconds(p) for k, p in pids.items()}
-        wall = time.monotonic() - wall0
+        wall, steal = time.monotonic() - wall0, steal_seconds() - steal0
         peak = {k: rss_mb(p, "VmHWM") for k, p in pids.items()}
         created = await hop_times(url, set(run.done))
         added = added_latency(created, run.answers)
@@ -553,10 +568,12 @@ async def main_async(args: argparse.Namespace) -> str:
     total_cpu = sum(cpu1[k] - cpu0[k] for k in pids)
     cores = os.cpu_count() or 1
     out += [f"All of them together: {total_cpu:.1f} CPU s over {wall:.1f} s, {100 * total_cpu / (wall * cores):.0f}% of "
-            f"the {cores} cores.", ""]
+            f"the {cores} cores; the hypervisor took {100 * steal / (wall * cores):.1f}% of them for other guests.", ""]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
     out += [f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
-            f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible):", ""]
+            f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible); "
+            f"{args.scale_rounds} rounds of {args.scale_comments} comments per replica count in one stack, "
+            "ordered 1, 2, 3 then 3, 2, 1; medians over the rounds:", ""]
     out += [scaling_table(scaling), ""]
     if soak_rows:
         out += [f"Soak: {args.soak_min} min at {args.rate:g}/s; RSS of every process:", ""]
@@ -579,6 +596,7 @@ class Scaled:
     throughput: float
     bottleneck_ms: float  # CPU per comment of every retriever replica together
     rest_ms: float  # CPU per comment of every other process (stages, nats-server, this driver)
+    round: int = 0
 
     def bound(self, cores: int) -> float:
         """Most this many replicas can give over one: ``cores`` shared by the bottleneck and the rest."""
@@ -593,44 +611,71 @@ async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) ->
     a machine with C cores, the other processes' CPU per comment (R) caps what
     replicas of a bottleneck costing B per comment can give at C·B/(B+R); that
     bound is printed beside the measurement.
+
+    The machine is shared, and how fast it is drifts over minutes: measured one
+    after the other, 1 and 2 replicas would compare two different machines. So one
+    stack runs ``--scale-rounds`` rounds, replicas started and stopped between
+    measurements, in the order 1, 2, 3 then 3, 2, 1 (a drift that is steady over a
+    round pair weighs on every replica count alike); each round gives its own
+    ratios over its own one-replica throughput, and the table shows their median.
     """
+    env_for({"KOTAE_DATA_DIR": str(work / "scale"), "KOTAE_RERANKER_MODEL": "", "KOTAE_GENERATOR_MODEL": "",
+             "KOTAE_VERIFIER_MODEL": "", "KOTAE_INFLIGHT": "4", "KOTAE_EMBEDDING_MODEL": args.scale_embedding})
+    settings = load_settings()
+    load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
+    stack = Stack(settings, stages=tuple(s for s in STAGES if s != "evaluator"))
+    url = await stack.start()
     results = []
-    for replicas in (1, 2, 3):
-        env_for({"KOTAE_DATA_DIR": str(work / f"scale{replicas}"), "KOTAE_RERANKER_MODEL": "", "KOTAE_GENERATOR_MODEL": "",
-                 "KOTAE_VERIFIER_MODEL": "", "KOTAE_INFLIGHT": "4", "KOTAE_EMBEDDING_MODEL": args.scale_embedding})
-        settings = load_settings()
-        load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
-        stack = Stack(settings, stages=tuple(s for s in STAGES if s != "evaluator"))
-        url = await stack.start()
-        for _ in range(replicas - 1):
-            stack.spawn("retriever")
-        await wait_for_replicas(url, "retriever", replicas)
-        run_id = uuid.uuid4().hex[:6]
+    try:
+        for r in range(args.scale_rounds):
+            for replicas in (1, 2, 3) if r % 2 == 0 else (3, 2, 1):
+                await set_replicas(stack, url, "retriever", replicas)
+                run_id = uuid.uuid4().hex[:6]
 
-        def unique(i: int, prefix: str) -> CommentV1:
-            return comment(i, long_comment(texts, i, args.scale_chars, prefix), prefix + run_id)
+                def unique(i: int, prefix: str) -> CommentV1:  # the run id in the text: nothing from an earlier round's cache
+                    return comment(i, long_comment(texts, i, args.scale_chars, prefix + run_id), prefix + run_id)
 
-        await drive(url, [unique(i, "w") for i in range(6 * replicas)], 0, timeout=300, watch_lag=False)
-        pids = processes(stack)
-        cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
-        run = await drive(url, [unique(i, "m") for i in range(args.scale_comments)], 0, timeout=900, watch_lag=False)
-        per = {k: 1000 * (cpu_seconds(p) - cpu0[k]) / max(1, len(run.done)) for k, p in pids.items()}
-        print(f"# {replicas} replica(s): CPU ms per comment " + ", ".join(f"{k} {v:.0f}" for k, v in per.items()), file=sys.stderr)
-        bottleneck = sum(v for k, v in per.items() if k.startswith("retriever"))
-        results.append(Scaled(replicas, run.throughput, bottleneck, sum(per.values()) - bottleneck))
+                # A new replica's first embeddings are slower (the session warms up).
+                await drive(url, [unique(i, "w") for i in range(6 * replicas)], 0, timeout=300, watch_lag=False)
+                pids = processes(stack)
+                cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
+                run = await drive(url, [unique(i, "m") for i in range(args.scale_comments)], 0, timeout=900, watch_lag=False)
+                per = {k: 1000 * (cpu_seconds(p) - cpu0[k]) / max(1, len(run.done)) for k, p in pids.items()}
+                print(f"# round {r + 1}, {replicas} replica(s): {run.throughput:.2f}/s; CPU ms per comment "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in per.items()), file=sys.stderr)
+                bottleneck = sum(v for k, v in per.items() if k.startswith("retriever"))
+                results.append(Scaled(replicas, run.throughput, bottleneck, sum(per.values()) - bottleneck, r))
+    finally:
         stack.stop()
-    env_for({"KOTAE_EMBEDDING_MODEL": "use-multilingual-v3"})
+        env_for({"KOTAE_EMBEDDING_MODEL": "use-multilingual-v3"})
     return results
 
 
+async def set_replicas(stack: Stack, url: str, stage: str, replicas: int) -> None:
+    """Start or stop (SIGTERM, it drains) processes of ``stage`` until ``replicas`` run."""
+    procs = stack.processes.setdefault(stage, [])
+    while len(procs) > replicas:
+        proc = procs.pop()
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 60)
+    while len(procs) < replicas:
+        stack.spawn(stage)
+    await wait_for_replicas(url, stage, replicas)
+
+
 def scaling_table(rows: list[Scaled]) -> str:
+    """Median over rounds of each replica count's throughput and of its ratio to the same round's one replica."""
     cores = os.cpu_count() or 1
-    one = rows[0]
-    return table(
-        ["retriever replicas", "comments/s", "× one replica", f"bound on {cores} cores", "retriever CPU ms/comment", "rest CPU ms/comment"],
-        [[str(r.replicas), f"{r.throughput:.1f}", f"{r.throughput / one.throughput:.2f}", f"{r.bound(cores):.2f}",
-          f"{r.bottleneck_ms:.0f}", f"{r.rest_ms:.0f}"] for r in rows],
-    )
+    one = {r.round: r.throughput for r in rows if r.replicas == 1}
+    out = []
+    for n in sorted({r.replicas for r in rows}):
+        mine = [r for r in rows if r.replicas == n]
+        ratios = [r.throughput / one[r.round] for r in mine]
+        out.append([str(n), f"{statistics.median(r.throughput for r in mine):.1f}", f"{statistics.median(ratios):.2f}",
+                    " ".join(f"{x:.2f}" for x in ratios), f"{statistics.median(r.bound(cores) for r in mine):.2f}",
+                    f"{statistics.median(r.bottleneck_ms for r in mine):.0f}", f"{statistics.median(r.rest_ms for r in mine):.0f}"])
+    return table(["retriever replicas", "comments/s", "× one replica", "× one replica, each round", f"bound on {cores} cores",
+                  "retriever CPU ms/comment", "rest CPU ms/comment"], out)
 
 
 async def wait_for_replicas(url: str, stage: str, replicas: int, timeout: float = 180.0) -> None:
@@ -705,11 +750,14 @@ def main() -> None:
     parser.add_argument("--comments", type=int, default=1500)
     parser.add_argument("--rate", type=float, default=60.0, help="arrival rate, comments per second")
     parser.add_argument("--latency-ms", type=int, default=500, help="latency of one fake model call")
+    parser.add_argument("--fake-nice", type=int, default=10,
+                        help="nice of the fake model server: it stands in for a hosted API, which takes none of these cores")
     parser.add_argument("--inflight", type=int, default=128, help="KOTAE_INFLIGHT of every stage")
     parser.add_argument("--quiet-rate", type=float, default=2.0, help="arrival rate of the run with few comments in flight")
     parser.add_argument("--quiet-comments", type=int, default=120)
     parser.add_argument("--sequential", type=int, default=8, help="comments through the one-at-a-time pipeline")
-    parser.add_argument("--scale-comments", type=int, default=300)
+    parser.add_argument("--scale-comments", type=int, default=150, help="comments of each scaling measurement")
+    parser.add_argument("--scale-rounds", type=int, default=4, help="rounds of 1, 2, 3 replicas (then 3, 2, 1, ...)")
     parser.add_argument("--scale-chars", type=int, default=120, help="length of each comment in the scaling run")
     parser.add_argument("--scale-embedding", default="e5-small-q4", help="embedding model of the CPU-bound retriever (pip install kotae[e5])")
     parser.add_argument("--scaling-only", action="store_true", help="run only the scaling part")
