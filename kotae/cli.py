@@ -33,6 +33,20 @@ class CommandError(Exception):
     """A command cannot go on; the message says why."""
 
 
+def _run(main: Any) -> Any:
+    """``asyncio.run`` that closes the model clients the command opened before the loop ends."""
+
+    async def closing() -> Any:
+        try:
+            return await main
+        finally:
+            providers = sys.modules.get("kotae.providers")  # loaded only if the command called a model
+            if providers is not None:
+                await providers.close_models()
+
+    return asyncio.run(closing())
+
+
 def _samples() -> Path:
     return Path(str(resources.files("kotae.samples")))
 
@@ -154,7 +168,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import importlib
 
-    from kotae.runtime import run_loop
+    from kotae.logs import get_logger
+    from kotae.runtime import run_loop, settle_heap
     from kotae.stack import STAGES, Stack
 
     if args.stage not in STAGES:
@@ -171,6 +186,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         )
     module = importlib.import_module(f"kotae.services.{args.stage}.main")
     app = module.build_app(settings)
+
+    @app.after_startup
+    async def _settle() -> None:
+        frozen = settle_heap(args.stage, settings)
+        get_logger("kotae.serve").info("stage.heap_frozen", service=args.stage, objects=frozen)
+
     try:
         run_loop(app.run(), settings)
     finally:
@@ -211,7 +232,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             stack.stop()
 
-    asyncio.run(run())
+    _run(run())
     return 0
 
 
@@ -250,7 +271,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
         load_records(Path(args.kb))  # check before starting anything
     _load_kb_if_given(args.kb, settings.kb, settings)
-    result = asyncio.run(_replay_on_stack(settings, comments, args.timeout, 0.0))
+    result = _run(_replay_on_stack(settings, comments, args.timeout, 0.0))
     if result.missing:
         raise CommandError(
             f"{len(result.missing)} comment(s) had no outcome within {args.timeout:.0f}s: {', '.join(result.missing[:20])}"
@@ -276,7 +297,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"--speed must be above 0, got {args.speed}")
     comments = read_comment_file(Path(args.file)) if args.source == "replay" else list(read_stream(sys.stdin))
     timing = getattr(args, "timing", "fast")
-    result = asyncio.run(
+    result = _run(
         run_replay(
             settings, settings.nats_url, comments, timeout=args.timeout, source=args.source,
             timing=timing, speed=getattr(args, "speed", 1.0),
@@ -298,7 +319,7 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
     if args.source == "stdin":
         from kotae.services.ingest.sources import follow_stream
 
-        asyncio.run(run_live(settings, settings.nats_url, lambda js: follow_stream(sys.stdin), source_name="stdin"))
+        _run(run_live(settings, settings.nats_url, lambda js: follow_stream(sys.stdin), source_name="stdin"))
         return 0
     if args.source == "youtube":
         from kotae.services.ingest.state import KvState
@@ -321,7 +342,7 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
             return pages()
 
         try:
-            asyncio.run(run_live(settings, settings.nats_url, source, source_name="youtube"))
+            _run(run_live(settings, settings.nats_url, source, source_name="youtube"))
         except YouTubeError as exc:
             raise CommandError(str(exc)) from None
         print(f"kotae: YouTube chat of {args.video} ended ({ended[0] if ended else 'stopped'})", file=sys.stderr)
@@ -332,7 +353,7 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
         feed = OneCommeFeed(args.url or settings.onecomme_url, reconnect=not args.once)
     except OneCommeError as exc:
         raise CommandError(str(exc)) from None
-    asyncio.run(run_live(settings, settings.nats_url, lambda js: feed.batches(), source_name="onecomme"))
+    _run(run_live(settings, settings.nats_url, lambda js: feed.batches(), source_name="onecomme"))
     return 0
 
 
@@ -346,7 +367,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     comments = read_comment_file(comments_path)
     _load_kb_if_given(str(kb_path), settings.kb, settings)
     print(f"kotae demo: {len(comments)} comments from {comments_path.name}, knowledge base {kb_path.name}; starting the stack…", flush=True)
-    result = asyncio.run(_replay_on_stack(settings, comments, args.timeout, 15.0))
+    result = _run(_replay_on_stack(settings, comments, args.timeout, 15.0))
     print(render(comments, result))
     if result.missing:
         raise CommandError(f"{len(result.missing)} comment(s) had no outcome: {', '.join(result.missing)}")
@@ -369,7 +390,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             stack.stop()
 
-    evaluations = asyncio.run(run())
+    evaluations = _run(run())
     try:
         text = render_report(evaluations, as_json=args.json)
     except (InvalidCount, SummaryMismatch) as exc:
@@ -407,7 +428,7 @@ def cmd_streams(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await nc.close()
 
-    for line in asyncio.run(run()):
+    for line in _run(run()):
         print(line)
     return 0
 
@@ -448,7 +469,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
     print(f"kotae eval: {len(questions)} questions from {args.file}; starting the stack…", file=sys.stderr, flush=True)
     scores, results, evaluations = [], [], []
-    for batch, result in asyncio.run(run()):
+    for batch, result in _run(run()):
         rows = [QuestionResult(q, result.records.get(q.id), result.answers.get(q.id)) for q in batch]
         results += rows
         scores.append(score(rows))

@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = Field(default=None, description="Gateway/proxy in front of Anthropic for anthropic: models.")
     model_timeout_s: float = Field(default=15.0, gt=0, description="Timeout of one model call.")
     model_concurrency: int = Field(default=8, ge=1, le=256, description="Model calls in flight per provider endpoint, per process.")
+    model_http: Literal["aiohttp", "httpx"] = Field(
+        default="aiohttp",
+        description="HTTP client of a stage's model calls: aiohttp, or the SDK's default httpx (more CPU a call with dozens in flight).",
+    )
     model_reask: int = Field(default=1, ge=0, le=5, description="Extra calls when a reply is not the JSON asked for.")
 
     # Retrieval

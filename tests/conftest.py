@@ -63,6 +63,15 @@ async def nats_url(nats_server: str) -> AsyncIterator[str]:
     yield nats_server
 
 
+@pytest.fixture(autouse=True)
+async def _close_model_clients() -> AsyncIterator[None]:
+    """Model clients a test opened on its event loop are closed with it, as a stage closes them on shutdown."""
+    yield
+    from kotae.providers import close_models
+
+    await close_models()
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Settings whose state lives in this test's folder; fast retries."""

@@ -31,9 +31,10 @@ def compatible(fake: FakeModelServer, **kw: object) -> ChatModel:
     return ChatModel.from_spec(f"compatible:{fake.url}/v1|local-model", setting="KOTAE_GENERATOR_MODEL", timeout_s=2.0, **kw)  # type: ignore[arg-type]
 
 
-async def test_openai_wire_json_mode_usage_and_gen_ai_span(spans: InMemorySpanExporter) -> None:
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+async def test_openai_wire_json_mode_usage_and_gen_ai_span(http: str, spans: InMemorySpanExporter) -> None:
     with FakeModelServer('{"ids": [2]}') as fake:
-        reply = await compatible(fake).acomplete(system="rules", user="question", max_tokens=50, json_mode=True)
+        reply = await compatible(fake, http=http).acomplete(system="rules", user="question", max_tokens=50, json_mode=True)
     assert reply.text == '{"ids": [2]}'
     assert (reply.input_tokens, reply.output_tokens) == (11, 7)
     sent = fake.requests[0]
@@ -53,9 +54,10 @@ async def test_openai_wire_json_mode_usage_and_gen_ai_span(spans: InMemorySpanEx
     assert (call.model, call.prompt_version, call.input_tokens, call.output_tokens) == ("compatible:local-model", "rerank.v1", 11, 7)
 
 
-async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(spans: InMemorySpanExporter) -> None:
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(http: str, spans: InMemorySpanExporter) -> None:
     with FakeModelServer("こんにちは") as fake:
-        model = ChatModel.from_spec("anthropic:claude-test", setting="KOTAE_GENERATOR_MODEL", base_url=fake.url, api_key="k")
+        model = ChatModel.from_spec("anthropic:claude-test", setting="KOTAE_GENERATOR_MODEL", base_url=fake.url, api_key="k", http=http)
         reply = await model.acomplete(system="rules", user="question", json_mode=True)
     assert reply.text == "こんにちは"
     sent = fake.requests[0]
@@ -67,10 +69,11 @@ async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(sp
     assert dict(spans.get_finished_spans()[0].attributes or {})["gen_ai.provider.name"] == "anthropic"
 
 
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
 @pytest.mark.parametrize("fault", ["429", "500", "503", "timeout"])
-async def test_transient_faults_become_model_unavailable_without_sdk_retries(fault: str, spans: InMemorySpanExporter) -> None:
+async def test_transient_faults_become_model_unavailable_without_sdk_retries(fault: str, http: str, spans: InMemorySpanExporter) -> None:
     with FakeModelServer(fault, timeout_sleep_s=1.5) as fake:
-        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|m", setting="KOTAE_X", timeout_s=0.5)
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|m", setting="KOTAE_X", timeout_s=0.5, http=http)
         with pytest.raises(ModelUnavailable):
             await model.acomplete(system="s", user="u")
     assert len(fake.requests) == 1  # one attempt: retrying is the bus's job, with backoff
@@ -111,14 +114,28 @@ async def test_concurrency_limit_per_provider_queues_calls() -> None:
     assert limited > 1.5 * unlimited
 
 
-async def test_a_burst_of_calls_opening_connections_at_once_all_succeed() -> None:
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+async def test_a_burst_of_calls_opening_connections_at_once_all_succeed(http: str) -> None:
     """A stage starting a few dozen model calls at once opens that many connections; none is lost."""
     with FakeModelServer("ok", delay_s=0.2) as fake:
-        model = compatible(fake, concurrency=96)
+        model = compatible(fake, concurrency=96, http=http)
         replies = await asyncio.gather(*(model.acomplete(system="s", user=str(i)) for i in range(96)), return_exceptions=True)
     failures = [r for r in replies if isinstance(r, Exception)]
     assert not failures, f"{len(failures)} of 96 calls failed, first: {failures[0]!r}"
     assert len(fake.requests) == 96
+
+
+async def test_closing_the_models_ends_their_connections_and_a_later_call_opens_new_ones() -> None:
+    with FakeModelServer("ok") as fake:
+        model = compatible(fake)
+        await model.acomplete(system="s", user="1")
+        session = model.aclient()._client._transport.client  # SDK client → its HTTP client → the aiohttp session
+        assert not session.closed
+        await providers.close_models()
+        assert session.closed
+        assert (await model.acomplete(system="s", user="2")).text == "ok"
+        await providers.close_models()
+    assert len(fake.requests) == 2
 
 
 def test_the_blocking_form_speaks_the_same_wire() -> None:
@@ -128,11 +145,11 @@ def test_the_blocking_form_speaks_the_same_wire() -> None:
 
 def test_from_settings_takes_key_gateway_timeout_and_limit() -> None:
     settings = load_settings(
-        openai_api_key="sk-test", openai_base_url="http://gw/v1", model_timeout_s=4, model_concurrency=3
+        openai_api_key="sk-test", openai_base_url="http://gw/v1", model_timeout_s=4, model_concurrency=3, model_http="httpx"
     )
     model = ChatModel.from_settings(settings, "openai:gpt-test", setting="KOTAE_GENERATOR_MODEL")
-    assert (model.provider, model.model, model.api_key, model.base_url, model.timeout_s, model.concurrency) == (
-        "openai", "gpt-test", "sk-test", "http://gw/v1", 4, 3,
+    assert (model.provider, model.model, model.api_key, model.base_url, model.timeout_s, model.concurrency, model.http) == (
+        "openai", "gpt-test", "sk-test", "http://gw/v1", 4, 3, "httpx",
     )
 
 
