@@ -69,7 +69,7 @@ def settle_heap(service: str, settings: Settings) -> int:
 
     A stage holds ~240,000 objects once FastStream, pydantic and a model SDK are
     loaded, and a full collection walks every one of them with the event loop
-    stopped (100-150 ms here). With dozens of comments waiting on model calls,
+    stopped (100-400 ms here). With dozens of comments waiting on model calls,
     enough of each message's objects outlive the young generations that a full
     collection ran every few seconds in each model stage. Frozen, the start-up
     objects (modules, classes, validators, the SDK's types) are never walked again,
