@@ -15,8 +15,11 @@ One run, on this machine:
    JetStream hops (publish, pull, ack, publish the next) doing no work, on a server
    of its own, at the sustained rate and at ``--quiet-rate``; each hop a process of
    its own, as each stage is (the ratios' base), and, for reference, the hops as
-   tasks of one process. Every process of the
-   run, this one included, uses the event loop the stages use (KOTAE_EVENT_LOOP).
+   tasks of one process. The floor at the sustained rate runs right after the
+   pipeline, and then ``--hop-rounds`` more times, each after a pipeline run of
+   ``--hop-comments``: the per-hop ratio is also shown pair by pair, both sides
+   measured within a minute of each other on this shared machine. Every process of
+   the run, this one included, uses the event loop the stages use (KOTAE_EVENT_LOOP).
 3. **one at a time** — the same stage logic called in sequence in one process for
    each comment, the way a single web handler would.
 4. **scaling** — a CPU-bound stage as the bottleneck (the retriever embedding
@@ -149,11 +152,14 @@ def rss_mb(pid: int, key: str = "VmRSS") -> float:
     return float("nan")
 
 
+DRIVER = "driver (this process)"
+
+
 def processes(stack: Stack) -> dict[str, int]:
     out = {f"{stage}-{i}": p.pid for stage, procs in stack.processes.items() for i, p in enumerate(procs)}
     if stack.server and stack.server.process:
         out["nats-server"] = stack.server.process.pid
-    out["driver (this process)"] = os.getpid()
+    out[DRIVER] = os.getpid()
     return out
 
 
@@ -272,6 +278,41 @@ def added_latency(created: dict[tuple[str, str], datetime], answers: dict[str, A
     return out
 
 
+@dataclass
+class HopRound:
+    """One pipeline run at the sustained rate and the floor measured right after it."""
+
+    name: str
+    comments: int
+    added: dict[str, float]  # stage -> added p50, seconds
+    floor: float  # the floor's per-hop p50, seconds
+
+    def ratio(self, stage: str) -> float:
+        return self.added[stage] / self.floor if self.floor > 0 else float("nan")
+
+
+def hop_p50s(added: dict[str, list[float]]) -> dict[str, float]:
+    return {stage: pct(sorted(values), 0.5) for stage, values in added.items()}
+
+
+MODEL_STAGES = ("reranker", "generator", "verifier")
+
+
+def rounds_text(rounds: list[HopRound], args: argparse.Namespace, idle_share: float) -> str:
+    """The per-hop ratio in time-matched pairs: each pipeline run, then the floor at the same rate."""
+    rows = [[r.name, str(r.comments), *(f"{1000 * r.added[s]:.1f}" for s in HOT_STAGES), f"{1000 * r.floor:.2f}",
+             *(f"{r.ratio(s):.1f}×" for s in MODEL_STAGES)] for r in rounds]
+    medians = {s: statistics.median(r.ratio(s) for r in rounds) for s in MODEL_STAGES}
+    rows.append(["median", "", *("" for _ in HOT_STAGES), f"{1000 * statistics.median(r.floor for r in rounds):.2f}",
+                 *(f"{medians[s]:.1f}×" for s in MODEL_STAGES)])
+    head = (f"The same ratio in time-matched pairs at {args.rate:g}/s (each pipeline run followed at once by the floor, "
+            f"each hop its own process; then {args.hop_rounds} more pipeline runs of {args.hop_comments} comments, each followed by the floor; "
+            f"meanwhile the idle pipeline's processes used {100 * idle_share:.1f}% of a core):")
+    return "\n".join([head, "", table(
+        ["pipeline run", "comments", *(f"{s} added p50 ms" for s in HOT_STAGES), "floor hop p50 ms",
+         *(f"{s} ÷ floor" for s in MODEL_STAGES)], rows)])
+
+
 # --- the floor: raw JetStream hops doing no work ---------------------------------------
 
 
@@ -385,21 +426,25 @@ async def one_at_a_time(settings: Settings, texts: list[str], n: int) -> float:
     writer = ChatModel.from_settings(settings, settings.generator_model or "", setting="KOTAE_GENERATOR_MODEL")
     checker = ChatModel.from_settings(settings, settings.verifier_model or "", setting="KOTAE_VERIFIER_MODEL")
     persona = load_persona(settings.persona_file)
-    started = time.perf_counter()
-    for i in range(n):
-        c = comment(i, texts[i % len(texts)], "seq")
-        found = retriever.retrieve(c.normalized, kb=settings.kb, day=c.published_at.date())
-        retrieval = RetrievalV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, gate=found.gate,
-                                top_score=found.top_score, docs=found.docs, faq=found.faq, method=found.method)
-        ranked = await model_rerank(retrieval, ranker, n=settings.top_n, reask=0, final_attempt=True)
-        rerank = RerankV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=ranked.docs, faq=ranked.faq,
-                          method=ranked.method, slide=ranked.slide)
-        draft = await model_answer(c, rerank, writer, persona, max_sentences=settings.max_answer_sentences)
-        draft_msg = DraftV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=rerank.docs, faq=rerank.faq,
-                            answer=draft.answer, speech=draft.speech, citations=draft.citations,
-                            citation_check=draft.check, method=draft.method)
-        await model_verify(draft_msg, checker, reask=0)  # the evaluator is off the hot path in both designs
-    return n / (time.perf_counter() - started)
+    try:
+        started = time.perf_counter()
+        for i in range(n):
+            c = comment(i, texts[i % len(texts)], "seq")
+            found = retriever.retrieve(c.normalized, kb=settings.kb, day=c.published_at.date())
+            retrieval = RetrievalV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, gate=found.gate,
+                                    top_score=found.top_score, docs=found.docs, faq=found.faq, method=found.method)
+            ranked = await model_rerank(retrieval, ranker, n=settings.top_n, reask=0, final_attempt=True)
+            rerank = RerankV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=ranked.docs, faq=ranked.faq,
+                              method=ranked.method, slide=ranked.slide)
+            draft = await model_answer(c, rerank, writer, persona, max_sentences=settings.max_answer_sentences)
+            draft_msg = DraftV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=rerank.docs, faq=rerank.faq,
+                                answer=draft.answer, speech=draft.speech, citations=draft.citations,
+                                citation_check=draft.check, method=draft.method)
+            await model_verify(draft_msg, checker, reask=0)  # the evaluator is off the hot path in both designs
+        return n / (time.perf_counter() - started)
+    finally:
+        for model in (ranker, writer, checker):
+            await model.aclose()
 
 
 # --- reporting -------------------------------------------------------------------------
@@ -475,12 +520,14 @@ async def main_async(args: argparse.Namespace) -> str:
         "KOTAE_MODEL_TIMEOUT_S": "30",
     }
     texts = questions()
+    started: list[Stack] = []  # stopped whatever happens
     try:
         # 1. the pipeline
         env_for({**model_env, "KOTAE_DATA_DIR": str(work / "pipeline")})
         settings = load_settings()
         load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
         stack = Stack(settings)
+        started.append(stack)
         url = await stack.start()
         # The fake model server shares the cores too (at --fake-nice, so kotae's processes come
         # first, as they would with the model on other machines): its CPU is shown, apart from kotae's.
@@ -500,6 +547,27 @@ async def main_async(args: argparse.Namespace) -> str:
         lat = run.latencies()
         outcomes = {o: sum(a.outcome == o for a in run.answers.values()) for o in sorted({a.outcome for a in run.answers.values()})}
         lag_png(run, ROOT / "docs" / "capacity-lag.png")
+
+        # 2. the floor, same payload size, same rate, four hops, measured right after the
+        # pipeline and then in rounds with it, so that both meet the machine in the same state
+        # (on a server of its own: beside the pipeline, the floor's hops would also pay for kotae's work)
+        sample = comments[0].model_dump_json().encode()
+        env_for({"KOTAE_DATA_DIR": str(work / "floor")})
+        floor_stack = Stack(load_settings(), stages=())
+        started.append(floor_stack)
+        floor_url = floor_stack.start_server()
+        # What the idle pipeline (its stages and server, not this driver) takes from the floor meanwhile.
+        idle = [p for k, p in processes(stack).items() if k != DRIVER]
+        idle0, floor_wall0 = sum(map(cpu_seconds, idle)), time.monotonic()
+        floor_rate, floor_hops = await floor(floor_url, [sample] * args.comments, args.rate)
+        idle_share = (sum(map(cpu_seconds, idle)) - idle0) / (time.monotonic() - floor_wall0)
+        rounds = [HopRound("the run above", len(run.done), hop_p50s(added), pct(floor_hops, 0.5))]
+        for r in range(args.hop_rounds):
+            batch = [comment(i, texts[i % len(texts)], f"round{r}{run_id}") for i in range(args.hop_comments)]
+            short = await drive(url, batch, args.rate, timeout=120 + 4 * args.hop_comments / args.rate, watch_lag=False)
+            short_added = added_latency(await hop_times(url, set(short.done)), short.answers)
+            _, short_floor = await floor(floor_url, [sample] * args.hop_comments, args.rate)
+            rounds.append(HopRound(f"round {r + 1}", len(short.done), hop_p50s(short_added), pct(short_floor, 0.5)))
         # The same stack with few comments in flight: what a hop costs without queueing for the cores.
         quiet_comments = [comment(i, texts[i % len(texts)], f"quiet{run_id}") for i in range(args.quiet_comments)]
         quiet = await drive(url, quiet_comments, args.quiet_rate, timeout=120 + 4 * args.quiet_comments / args.quiet_rate, watch_lag=False)
@@ -509,13 +577,6 @@ async def main_async(args: argparse.Namespace) -> str:
             soak_rows = await soak(url, stack, texts, args)
         stack.stop()
 
-        # 2. the floor, same payload size, same rate, four hops
-        # (on a server of its own: beside the pipeline, the floor's hops would also pay for kotae's work)
-        sample = comments[0].model_dump_json().encode()
-        env_for({"KOTAE_DATA_DIR": str(work / "floor")})
-        floor_stack = Stack(load_settings(), stages=())
-        floor_url = floor_stack.start_server()
-        floor_rate, floor_hops = await floor(floor_url, [sample] * args.comments, args.rate)
         _, quiet_floor_hops = await floor(floor_url, [sample] * args.quiet_comments, args.quiet_rate)
         floor1_rate, floor1_hops = await floor(floor_url, [sample] * args.comments, args.rate, processes=False)
         _, quiet_floor1_hops = await floor(floor_url, [sample] * args.quiet_comments, args.quiet_rate, processes=False)
@@ -527,6 +588,8 @@ async def main_async(args: argparse.Namespace) -> str:
         # 4. scaling a CPU-bound stage
         scaling = await scale_stage(work, texts, args)
     finally:
+        for running in started:
+            running.stop()
         fake.kill()
 
     out += [f"Pipeline: {args.comments} answerable comments offered at {args.rate:g}/s; model calls (reranker, "
@@ -563,6 +626,7 @@ async def main_async(args: argparse.Namespace) -> str:
     out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop", "÷ one-process floor hop",
                    f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "÷ one-process floor hop",
                    "CPU ms per comment"], hop_rows), ""]
+    out += [rounds_text(rounds, args, idle_share), ""]
     out += ["CPU and memory per process during the measured run (and its 40-comment warm-up):", ""]
     out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
     total_cpu = sum(cpu1[k] - cpu0[k] for k in pids)
@@ -570,11 +634,12 @@ async def main_async(args: argparse.Namespace) -> str:
     out += [f"All of them together: {total_cpu:.1f} CPU s over {wall:.1f} s, {100 * total_cpu / (wall * cores):.0f}% of "
             f"the {cores} cores; the hypervisor took {100 * steal / (wall * cores):.1f}% of them for other guests.", ""]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
-    out += [f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
-            f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible); "
-            f"{args.scale_rounds} rounds of {args.scale_comments} comments per replica count in one stack, "
-            "ordered 1, 2, 3 then 3, 2, 1; medians over the rounds:", ""]
-    out += [scaling_table(scaling), ""]
+    if scaling:
+        out += [f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
+                f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible); "
+                f"{args.scale_rounds} rounds of {args.scale_comments} comments per replica count in one stack, "
+                "ordered 1, 2, 3 then 3, 2, 1; medians over the rounds:", ""]
+        out += [scaling_table(scaling), ""]
     if soak_rows:
         out += [f"Soak: {args.soak_min} min at {args.rate:g}/s; RSS of every process:", ""]
         out += [table(SOAK_HEADER, soak_rows), ""]
@@ -753,6 +818,9 @@ def main() -> None:
     parser.add_argument("--fake-nice", type=int, default=10,
                         help="nice of the fake model server: it stands in for a hosted API, which takes none of these cores")
     parser.add_argument("--inflight", type=int, default=128, help="KOTAE_INFLIGHT of every stage")
+    parser.add_argument("--hop-rounds", type=int, default=3,
+                        help="extra rounds of a pipeline run followed by the floor, for the per-hop ratio in time-matched pairs")
+    parser.add_argument("--hop-comments", type=int, default=600, help="comments of each such round")
     parser.add_argument("--quiet-rate", type=float, default=2.0, help="arrival rate of the run with few comments in flight")
     parser.add_argument("--quiet-comments", type=int, default=120)
     parser.add_argument("--sequential", type=int, default=8, help="comments through the one-at-a-time pipeline")
