@@ -18,8 +18,10 @@ One run, on this machine:
    tasks of one process. The floor at the sustained rate runs right after the
    pipeline, and then ``--hop-rounds`` more times, each after a pipeline run of
    ``--hop-comments``: the per-hop ratio is also shown pair by pair, both sides
-   measured within a minute of each other on this shared machine. Every process of
-   the run, this one included, uses the event loop the stages use (KOTAE_EVENT_LOOP).
+   measured within a minute of each other on this shared machine; and, in each
+   round, both at once (the floor's hops then wait for the cores as the stages do).
+   Every process of the run, this one included, uses the event loop the stages use
+   (KOTAE_EVENT_LOOP).
 3. **one at a time** — the same stage logic called in sequence in one process for
    each comment, the way a single web handler would.
 4. **scaling** — a CPU-bound stage as the bottleneck (the retriever embedding
@@ -298,19 +300,15 @@ def hop_p50s(added: dict[str, list[float]]) -> dict[str, float]:
 MODEL_STAGES = ("reranker", "generator", "verifier")
 
 
-def rounds_text(rounds: list[HopRound], args: argparse.Namespace, idle_share: float) -> str:
-    """The per-hop ratio in time-matched pairs: each pipeline run, then the floor at the same rate."""
+def rounds_table(rounds: list[HopRound]) -> str:
+    """Each pair's added latency per stage, floor hop and ratios, with their medians."""
     rows = [[r.name, str(r.comments), *(f"{1000 * r.added[s]:.1f}" for s in HOT_STAGES), f"{1000 * r.floor:.2f}",
              *(f"{r.ratio(s):.1f}×" for s in MODEL_STAGES)] for r in rounds]
     medians = {s: statistics.median(r.ratio(s) for r in rounds) for s in MODEL_STAGES}
     rows.append(["median", "", *("" for _ in HOT_STAGES), f"{1000 * statistics.median(r.floor for r in rounds):.2f}",
                  *(f"{medians[s]:.1f}×" for s in MODEL_STAGES)])
-    head = (f"The same ratio in time-matched pairs at {args.rate:g}/s (each pipeline run followed at once by the floor, "
-            f"each hop its own process; then {args.hop_rounds} more pipeline runs of {args.hop_comments} comments, each followed by the floor; "
-            f"meanwhile the idle pipeline's processes used {100 * idle_share:.1f}% of a core):")
-    return "\n".join([head, "", table(
-        ["pipeline run", "comments", *(f"{s} added p50 ms" for s in HOT_STAGES), "floor hop p50 ms",
-         *(f"{s} ÷ floor" for s in MODEL_STAGES)], rows)])
+    return table(["pipeline run", "comments", *(f"{s} added p50 ms" for s in HOT_STAGES), "floor hop p50 ms",
+                  *(f"{s} ÷ floor" for s in MODEL_STAGES)], rows)
 
 
 # --- the floor: raw JetStream hops doing no work ---------------------------------------
@@ -350,12 +348,14 @@ async def floor_hop_process(url: str, name: str, h: int, hops: int, wanted: int,
     Path(out).write_text(json.dumps({"per_hop": per_hop, "finished": finished}))
 
 
-async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4, *, processes: bool = True) -> tuple[float, list[float]]:
+async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4, *, processes: bool = True,
+                ready: asyncio.Event | None = None) -> tuple[float, list[float]]:
     """Throughput and per-hop latency of ``hops`` publish→pull→ack→publish steps with no work.
 
     With ``processes`` every hop is a process of its own, as every stage is in the
     pipeline (a hop then crosses processes, each waking on its own socket); without,
-    the hops are tasks of this process on one connection.
+    the hops are tasks of this process on one connection. ``ready`` is set when the
+    hops are listening and the first message is about to go.
     """
     nc = await nats.connect(url)
     js = nc.jetstream()
@@ -379,6 +379,8 @@ async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4, *, 
         else:
             tasks = [asyncio.create_task(floor_hop(js, name, h, hops, len(payloads), per_hop, finished)) for h in range(hops)]
             await asyncio.sleep(0.5)
+        if ready is not None:
+            ready.set()
         started = time.time()
         interval = 1.0 / rate if rate > 0 else 0.0
         for i, data in enumerate(payloads):
@@ -562,12 +564,21 @@ async def main_async(args: argparse.Namespace) -> str:
         floor_rate, floor_hops = await floor(floor_url, [sample] * args.comments, args.rate)
         idle_share = (sum(map(cpu_seconds, idle)) - idle0) / (time.monotonic() - floor_wall0)
         rounds = [HopRound("the run above", len(run.done), hop_p50s(added), pct(floor_hops, 0.5))]
+        together: list[HopRound] = []
         for r in range(args.hop_rounds):
             batch = [comment(i, texts[i % len(texts)], f"round{r}{run_id}") for i in range(args.hop_comments)]
             short = await drive(url, batch, args.rate, timeout=120 + 4 * args.hop_comments / args.rate, watch_lag=False)
             short_added = added_latency(await hop_times(url, set(short.done)), short.answers)
             _, short_floor = await floor(floor_url, [sample] * args.hop_comments, args.rate)
             rounds.append(HopRound(f"round {r + 1}", len(short.done), hop_p50s(short_added), pct(short_floor, 0.5)))
+            batch = [comment(i, texts[i % len(texts)], f"both{r}{run_id}") for i in range(args.hop_comments)]
+            floor_ready = asyncio.Event()
+            beside = asyncio.create_task(floor(floor_url, [sample] * args.hop_comments, args.rate, ready=floor_ready))
+            await floor_ready.wait()
+            both = await drive(url, batch, args.rate, timeout=120 + 4 * args.hop_comments / args.rate, watch_lag=False)
+            _, beside_hops = await beside
+            both_added = added_latency(await hop_times(url, set(both.done)), both.answers)
+            together.append(HopRound(f"round {r + 1}", len(both.done), hop_p50s(both_added), pct(beside_hops, 0.5)))
         # The same stack with few comments in flight: what a hop costs without queueing for the cores.
         quiet_comments = [comment(i, texts[i % len(texts)], f"quiet{run_id}") for i in range(args.quiet_comments)]
         quiet = await drive(url, quiet_comments, args.quiet_rate, timeout=120 + 4 * args.quiet_comments / args.quiet_rate, watch_lag=False)
@@ -626,7 +637,14 @@ async def main_async(args: argparse.Namespace) -> str:
     out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop", "÷ one-process floor hop",
                    f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "÷ one-process floor hop",
                    "CPU ms per comment"], hop_rows), ""]
-    out += [rounds_text(rounds, args, idle_share), ""]
+    out += [f"The same ratio in time-matched pairs at {args.rate:g}/s (each pipeline run followed at once by the floor, "
+            f"each hop its own process; then {args.hop_rounds} more pipeline runs of {args.hop_comments} comments, each "
+            f"followed by the floor; meanwhile the idle pipeline's processes used {100 * idle_share:.1f}% of a core):", "",
+            rounds_table(rounds), ""]
+    if together:
+        out += [f"And with both at once: in each round, another {args.hop_comments} comments through the pipeline while "
+                "the floor carries as many messages on its own server, both at the same rate, so the floor's hops wait "
+                "for the cores as the stages do:", "", rounds_table(together), ""]
     out += ["CPU and memory per process during the measured run (and its 40-comment warm-up):", ""]
     out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
     total_cpu = sum(cpu1[k] - cpu0[k] for k in pids)
