@@ -265,6 +265,12 @@ async def hop_times(url: str, ids: set[str]) -> dict[str, list[float]]:
     return created  # type: ignore[return-value]
 
 
+async def run_and_hops(url: str, comments: list[CommentV1], rate: float) -> tuple[Run, dict[str, list[float]]]:
+    """Drive ``comments`` through the pipeline at ``rate``; the run and the latency each stage added."""
+    run = await drive(url, comments, rate, timeout=120 + 4 * len(comments) / rate, watch_lag=False)
+    return run, added_latency(await hop_times(url, set(run.done)), run.answers)
+
+
 def added_latency(created: dict[tuple[str, str], datetime], answers: dict[str, AnswerV1]) -> dict[str, list[float]]:
     chain = [("retriever", "comment.v1", "retrieval.v1"), ("reranker", "retrieval.v1", "rerank.v1"),
              ("generator", "rerank.v1", "draft.v1"), ("verifier", "draft.v1", "answer.v1")]
@@ -282,7 +288,7 @@ def added_latency(created: dict[tuple[str, str], datetime], answers: dict[str, A
 
 @dataclass
 class HopRound:
-    """One pipeline run at the sustained rate and the floor measured right after it."""
+    """One pipeline run at the sustained rate and the floor measured with it (right after, or at the same time)."""
 
     name: str
     comments: int
@@ -567,22 +573,19 @@ async def main_async(args: argparse.Namespace) -> str:
         together: list[HopRound] = []
         for r in range(args.hop_rounds):
             batch = [comment(i, texts[i % len(texts)], f"round{r}{run_id}") for i in range(args.hop_comments)]
-            short = await drive(url, batch, args.rate, timeout=120 + 4 * args.hop_comments / args.rate, watch_lag=False)
-            short_added = added_latency(await hop_times(url, set(short.done)), short.answers)
+            short, short_added = await run_and_hops(url, batch, args.rate)
             _, short_floor = await floor(floor_url, [sample] * args.hop_comments, args.rate)
             rounds.append(HopRound(f"round {r + 1}", len(short.done), hop_p50s(short_added), pct(short_floor, 0.5)))
             batch = [comment(i, texts[i % len(texts)], f"both{r}{run_id}") for i in range(args.hop_comments)]
             floor_ready = asyncio.Event()
             beside = asyncio.create_task(floor(floor_url, [sample] * args.hop_comments, args.rate, ready=floor_ready))
             await floor_ready.wait()
-            both = await drive(url, batch, args.rate, timeout=120 + 4 * args.hop_comments / args.rate, watch_lag=False)
+            both, both_added = await run_and_hops(url, batch, args.rate)
             _, beside_hops = await beside
-            both_added = added_latency(await hop_times(url, set(both.done)), both.answers)
             together.append(HopRound(f"round {r + 1}", len(both.done), hop_p50s(both_added), pct(beside_hops, 0.5)))
         # The same stack with few comments in flight: what a hop costs without queueing for the cores.
         quiet_comments = [comment(i, texts[i % len(texts)], f"quiet{run_id}") for i in range(args.quiet_comments)]
-        quiet = await drive(url, quiet_comments, args.quiet_rate, timeout=120 + 4 * args.quiet_comments / args.quiet_rate, watch_lag=False)
-        quiet_added = added_latency(await hop_times(url, set(quiet.done)), quiet.answers)
+        _, quiet_added = await run_and_hops(url, quiet_comments, args.quiet_rate)
         soak_rows: list[list[str]] = []
         if args.soak_min > 0:
             soak_rows = await soak(url, stack, texts, args)
