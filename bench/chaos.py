@@ -34,7 +34,6 @@ from machine import describe  # noqa: E402
 from kotae.knowledge.loading import load_knowledge_base  # noqa: E402
 from kotae.knowledge.records import load_records  # noqa: E402
 from kotae.stack import Stack  # noqa: E402
-
 from tests.reliability.harness import (  # noqa: E402
     CHAOS_ENV,
     SAMPLES,
@@ -52,8 +51,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gap", type=float, default=0.05, help="seconds between comments (default 0.05)")
     p.add_argument("--signal", choices=["kill", "term"], default="kill", help="SIGKILL (crash) or SIGTERM (drain)")
     p.add_argument("--rolling", action="store_true", help="start each replacement before signalling the old process")
-    p.add_argument("--interval", type=float, nargs=2, default=(1.0, 2.5), metavar=("MIN", "MAX"),
-                   help="seconds between faults, drawn uniformly (default 1.0 2.5)")
+    p.add_argument(
+        "--interval",
+        type=float,
+        nargs=2,
+        default=(1.0, 2.5),
+        metavar=("MIN", "MAX"),
+        help="seconds between faults, drawn uniformly (default 1.0 2.5)",
+    )
     p.add_argument("--seed", type=int, default=20261130)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for every outcome")
     p.add_argument("--ack-wait", type=float, default=4.0, help="KOTAE_ACK_WAIT_S of the stages (default 4)")
@@ -70,7 +75,9 @@ async def run(args: argparse.Namespace, data_dir: Path) -> int:
         await stack.start()
         try:
             sig = signal.SIGKILL if args.signal == "kill" else signal.SIGTERM
-            killer = StageKiller(stack, random.Random(args.seed), sig=sig, interval=tuple(args.interval), overlap=args.rolling)
+            killer = StageKiller(
+                stack, random.Random(args.seed), sig=sig, interval=tuple(args.interval), overlap=args.rolling
+            )
             comments = generated_comments(args.comments, prefix="bench-", gap_s=args.gap)
             chaos = await replay_under_faults(stack, settings, comments, killer, timeout=args.timeout)
         finally:
@@ -79,8 +86,10 @@ async def run(args: argparse.Namespace, data_dir: Path) -> int:
     per_stage: dict[str, int] = {}
     for fault in chaos.faults:
         per_stage[fault.stage] = per_stage.get(fault.stage, 0) + 1
-    print(f"## chaos: {args.comments} comments, SIG{args.signal.upper()}{' rolling' if args.rolling else ''}, "
-          f"seed {args.seed}, gap {args.gap}s, ack wait {args.ack_wait}s\n")
+    print(
+        f"## chaos: {args.comments} comments, SIG{args.signal.upper()}{' rolling' if args.rolling else ''}, "
+        f"seed {args.seed}, gap {args.gap}s, ack wait {args.ack_wait}s\n"
+    )
     print(figures.table())
     print(f"| faults per stage | {', '.join(f'{k} {v}' for k, v in per_stage.items())} |")
     codes = Counter("none (hung)" if f.exit_code is None else str(f.exit_code) for f in chaos.faults)

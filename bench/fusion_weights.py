@@ -46,14 +46,20 @@ def main() -> None:
     grid = [Weights(w, 1.0, d) for w in GRID_WORDS for d in GRID_DENSE]
     scored = sorted(((recall(gold, per, w, train), w) for w in grid), key=lambda x: (-x[0][0], -x[0][1]))
     print(f"Machine: {describe()}\n")
-    print(f"JSQuAD v1.3 valid, {len(gold)} questions; chosen on {len(train)} (even), reported on {len(held)} (odd) held out.\n")
-    print("| words / chars / dense | recall@1 train | recall@5 train | recall@1 held out | recall@5 held out | recall@1 all | recall@5 all |")
+    print(
+        f"JSQuAD v1.3 valid, {len(gold)} questions; chosen on {len(train)} (even), reported on {len(held)} (odd) held out.\n"
+    )
+    print(
+        "| words / chars / dense | recall@1 train | recall@5 train | recall@1 held out | recall@5 held out | recall@1 all | recall@5 all |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     extra = [default_weights(), Weights(1, 0, 0), Weights(0, 1, 0), Weights(0, 0, 1)]
     for (t1, t5), w in scored[:5] + [(recall(gold, per, x, train), x) for x in extra]:
         h1, h5 = recall(gold, per, w, held)
         a1, a5 = recall(gold, per, w, everything)
-        print(f"| {w.words:g} / {w.chars:g} / {w.dense:g} | {t1:.4f} | {t5:.4f} | {h1:.4f} | {h5:.4f} | {a1:.4f} | {a5:.4f} |")
+        print(
+            f"| {w.words:g} / {w.chars:g} / {w.dense:g} | {t1:.4f} | {t5:.4f} | {h1:.4f} | {h5:.4f} | {a1:.4f} | {a5:.4f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -30,4 +30,6 @@ def describe() -> str:
         ).stdout.strip()
     except OSError:
         commit = "?"
-    return f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, {platform.system()} — commit {commit}"
+    return (
+        f"{cpu}, {os.cpu_count()} cores{mem}, Python {platform.python_version()}, {platform.system()} — commit {commit}"
+    )

@@ -53,31 +53,46 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import describe  # noqa: E402
-
 import nats  # noqa: E402
+from machine import describe  # noqa: E402
 from nats.js.api import ConsumerConfig, DeliverPolicy  # noqa: E402
 
 import kotae.samples  # noqa: E402
-from kotae.bus.topology import CONSUMERS, ensure_streams  # noqa: E402
 from kotae.contracts import AnswerV1, CommentV1, DraftV1, RerankV1, RetrievalV1, subjects  # noqa: E402
 from kotae.knowledge.loading import load_knowledge_base  # noqa: E402
 from kotae.knowledge.records import load_records  # noqa: E402
 from kotae.runtime import run_loop  # noqa: E402
+from kotae.services import STAGES as DECLARED  # noqa: E402
 from kotae.settings import Settings, load_settings  # noqa: E402
-from kotae.stack import STAGES, Stack  # noqa: E402
+from kotae.stack import Stack  # noqa: E402
+from kotae.stage import by_name, hot_path  # noqa: E402
 
 DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Capacity (`bench/pipeline.py`)"
 BEGIN, END = "<!-- bench/pipeline.py --write: begin -->", "<!-- bench/pipeline.py --write: end -->"
-HOT_STAGES = ("retriever", "reranker", "generator", "verifier")
+#: The stages a comment passes through to its answer, and what each takes and passes on.
+HOPS = hot_path(DECLARED)
+HOT_STAGES = tuple(hop.stage.name for hop in HOPS)
+
+
+def kind_of(subject: str) -> str:
+    """``kotae.rerank.v1`` -> ``rerank.v1``: the schema version a subject's messages carry."""
+    return subject.removeprefix(subjects.PREFIX + ".")
+
+
+def consumer_of(stage: str) -> tuple[str, str]:
+    declared = by_name(DECLARED)[stage]
+    assert declared.consumes is not None
+    return declared.consumes.stream, declared.durable
+
+
 SOAK_HEADER = ["process", "RSS at 1 min MB", "RSS at half-time MB", "RSS at end MB", "end vs 1 min", "end vs half-time"]
 
 
@@ -98,7 +113,9 @@ with FakeModelServer(responder=stage_responder, delay_s=float(sys.argv[2])) as f
 
 def start_fake_model(latency_s: float, nice: int = 0) -> tuple[subprocess.Popen[str], str]:
     """The fake model server in a process of its own, at ``nice`` (it stands in for a hosted API on other machines)."""
-    proc = subprocess.Popen([sys.executable, "-c", FAKE, str(ROOT), str(latency_s), str(nice)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FAKE, str(ROOT), str(latency_s), str(nice)], stdout=subprocess.PIPE, text=True
+    )
     url = proc.stdout.readline().strip() if proc.stdout else ""
     if not url.startswith("http"):
         proc.kill()
@@ -117,8 +134,13 @@ def questions() -> list[str]:
 def comment(i: int, text: str, run: str) -> CommentV1:
     lang = "en" if text.isascii() else "ja"
     return CommentV1(
-        comment_id=f"{run}-{i}", stream_id="bench", author=f"viewer-{i % 97}", text=text, normalized=text, lang=lang,
-        published_at=datetime.now(timezone.utc),
+        comment_id=f"{run}-{i}",
+        stream_id="bench",
+        author=f"viewer-{i % 97}",
+        text=text,
+        normalized=text,
+        lang=lang,
+        published_at=datetime.now(UTC),
     )
 
 
@@ -208,15 +230,18 @@ async def drive(url: str, comments: list[CommentV1], rate: float, *, timeout: fl
                 all_done.set()
 
     last = (await js.stream_info(subjects.STREAM_ANSWERS)).state.last_seq
-    sub = await js.subscribe(subjects.ANSWER_ALL, cb=on_answer, ordered_consumer=True,
-                             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=last + 1))
+    sub = await js.subscribe(
+        subjects.ANSWER_ALL,
+        cb=on_answer,
+        ordered_consumer=True,
+        config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=last + 1),
+    )
 
     async def sample_lag() -> None:
         while not all_done.is_set():
             row = {}
             for stage in HOT_STAGES:
-                spec = CONSUMERS[stage]
-                info = await js.consumer_info(spec.stream, spec.durable)
+                info = await js.consumer_info(*consumer_of(stage))
                 row[stage] = (info.num_pending or 0) + (info.num_ack_pending or 0)
             run.lag.append((time.time() - run.started, row))
             await asyncio.sleep(0.5)
@@ -229,12 +254,14 @@ async def drive(url: str, comments: list[CommentV1], rate: float, *, timeout: fl
             delay = run.started + i * interval - time.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-        c = c.model_copy(update={"created_at": datetime.now(timezone.utc)})
+        c = c.model_copy(update={"created_at": datetime.now(UTC)})
         run.sent[c.comment_id] = time.time()
-        await js.publish(subjects.COMMENT, c.model_dump_json().encode(), headers={"Nats-Msg-Id": f"{c.comment_id}:{c.message_id}"})
+        await js.publish(
+            subjects.COMMENT, c.model_dump_json().encode(), headers={"Nats-Msg-Id": f"{c.comment_id}:{c.message_id}"}
+        )
     try:
         await asyncio.wait_for(all_done.wait(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         print(f"# {len(wanted) - len(run.done)} comments without an outcome after {timeout:.0f}s", file=sys.stderr)
     run.finished = max(run.done.values(), default=time.time())
     if sampler:
@@ -250,11 +277,13 @@ async def hop_times(url: str, ids: set[str]) -> dict[str, list[float]]:
     js = nc.jetstream()
     created: dict[tuple[str, str], datetime] = {}
     models = {"retrieval.v1": RetrievalV1, "rerank.v1": RerankV1, "draft.v1": DraftV1}
-    sub = await js.subscribe(">", stream=subjects.STREAM_PIPELINE, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
+    sub = await js.subscribe(
+        ">", stream=subjects.STREAM_PIPELINE, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+    )
     while True:
         try:
             msg = await sub.next_msg(timeout=2)
-        except (asyncio.TimeoutError, nats.errors.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             break
         kind = json.loads(msg.data).get("schema_version")
         message = models[kind].model_validate_json(msg.data)
@@ -272,8 +301,7 @@ async def run_and_hops(url: str, comments: list[CommentV1], rate: float) -> tupl
 
 
 def added_latency(created: dict[tuple[str, str], datetime], answers: dict[str, AnswerV1]) -> dict[str, list[float]]:
-    chain = [("retriever", "comment.v1", "retrieval.v1"), ("reranker", "retrieval.v1", "rerank.v1"),
-             ("generator", "rerank.v1", "draft.v1"), ("verifier", "draft.v1", "answer.v1")]
+    chain = [(hop.stage.name, kind_of(hop.takes), kind_of(hop.passes)) for hop in HOPS]
     out: dict[str, list[float]] = {stage: [] for stage, _, _ in chain}
     for cid, answer in answers.items():
         stamps = {kind: created.get((cid, kind)) for kind in ("comment.v1", "retrieval.v1", "rerank.v1", "draft.v1")}
@@ -303,31 +331,59 @@ def hop_p50s(added: dict[str, list[float]]) -> dict[str, float]:
     return {stage: pct(sorted(values), 0.5) for stage, values in added.items()}
 
 
-MODEL_STAGES = ("reranker", "generator", "verifier")
+#: The stage that takes comments: the retrieval gate, the one that embeds each comment.
+GATE = HOT_STAGES[0]
+#: Every hop after the retrieval gate calls a model when one is configured.
+MODEL_STAGES = HOT_STAGES[1:]
 
 
 def rounds_table(rounds: list[HopRound]) -> str:
     """Each pair's added latency per stage, floor hop and ratios, with their medians."""
-    rows = [[r.name, str(r.comments), *(f"{1000 * r.added[s]:.1f}" for s in HOT_STAGES), f"{1000 * r.floor:.2f}",
-             *(f"{r.ratio(s):.1f}×" for s in MODEL_STAGES)] for r in rounds]
+    rows = [
+        [
+            r.name,
+            str(r.comments),
+            *(f"{1000 * r.added[s]:.1f}" for s in HOT_STAGES),
+            f"{1000 * r.floor:.2f}",
+            *(f"{r.ratio(s):.1f}×" for s in MODEL_STAGES),
+        ]
+        for r in rounds
+    ]
     medians = {s: statistics.median(r.ratio(s) for r in rounds) for s in MODEL_STAGES}
-    rows.append(["median", "", *("" for _ in HOT_STAGES), f"{1000 * statistics.median(r.floor for r in rounds):.2f}",
-                 *(f"{medians[s]:.1f}×" for s in MODEL_STAGES)])
-    return table(["pipeline run", "comments", *(f"{s} added p50 ms" for s in HOT_STAGES), "floor hop p50 ms",
-                  *(f"{s} ÷ floor" for s in MODEL_STAGES)], rows)
+    rows.append(
+        [
+            "median",
+            "",
+            *("" for _ in HOT_STAGES),
+            f"{1000 * statistics.median(r.floor for r in rounds):.2f}",
+            *(f"{medians[s]:.1f}×" for s in MODEL_STAGES),
+        ]
+    )
+    return table(
+        [
+            "pipeline run",
+            "comments",
+            *(f"{s} added p50 ms" for s in HOT_STAGES),
+            "floor hop p50 ms",
+            *(f"{s} ÷ floor" for s in MODEL_STAGES),
+        ],
+        rows,
+    )
 
 
 # --- the floor: raw JetStream hops doing no work ---------------------------------------
 
 
-async def floor_hop(js: Any, name: str, h: int, hops: int, wanted: int, per_hop: list[float], finished: list[float]) -> None:
+async def floor_hop(
+    js: Any, name: str, h: int, hops: int, wanted: int, per_hop: list[float], finished: list[float]
+) -> None:
     """One floor hop: pull, note the latency since the previous publish, publish to the next hop, ack."""
     psub = await js.pull_subscribe(f"floor.{name}.{h}", durable=f"hop{h}", stream=name)
     seen = 0
     while seen < wanted:
         try:
             msgs = await psub.fetch(64, timeout=0.5)
-        except (asyncio.TimeoutError, nats.errors.TimeoutError):
+        except (TimeoutError, nats.errors.TimeoutError):
             continue
         for m in msgs:
             now = time.time()
@@ -354,8 +410,42 @@ async def floor_hop_process(url: str, name: str, h: int, hops: int, wanted: int,
     Path(out).write_text(json.dumps({"per_hop": per_hop, "finished": finished}))
 
 
-async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4, *, processes: bool = True,
-                ready: asyncio.Event | None = None) -> tuple[float, list[float]]:
+async def _floor_processes(
+    url: str, name: str, hops: int, wanted: int, outs: list[Path]
+) -> list[subprocess.Popen[str]]:
+    """One process per floor hop (``--floor-hop``), returned once each says it is listening."""
+    workers = []
+    for h in range(hops):
+        argv = [sys.executable, __file__, "--floor-hop", url, name, str(h), str(hops), str(wanted), str(outs[h])]
+        workers.append(subprocess.Popen(argv, stdout=subprocess.PIPE, text=True))
+    for w in workers:
+        if (await asyncio.to_thread(w.stdout.readline)).strip() != "ready":  # type: ignore[union-attr]
+            raise RuntimeError("a floor hop process did not start")
+    return workers
+
+
+async def _publish_paced(js: Any, subject: str, payloads: list[bytes], rate: float) -> float:
+    """Publish ``payloads`` at ``rate`` a second (0: at once), each stamped with its time; returns the start."""
+    started = time.time()
+    interval = 1.0 / rate if rate > 0 else 0.0
+    for i, data in enumerate(payloads):
+        if interval:
+            delay = started + i * interval - time.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        await js.publish(subject, data, headers={"t": repr(time.time())})
+    return started
+
+
+async def floor(
+    url: str,
+    payloads: list[bytes],
+    rate: float,
+    hops: int = 4,
+    *,
+    processes: bool = True,
+    ready: asyncio.Event | None = None,
+) -> tuple[float, list[float]]:
     """Throughput and per-hop latency of ``hops`` publish→pull→ack→publish steps with no work.
 
     With ``processes`` every hop is a process of its own, as every stage is in the
@@ -374,27 +464,15 @@ async def floor(url: str, payloads: list[bytes], rate: float, hops: int = 4, *, 
     outs = [Path(tempfile.gettempdir()) / f"{name}-{h}.json" for h in range(hops)]
     try:
         if processes:
-            for h in range(hops):
-                workers.append(subprocess.Popen(
-                    [sys.executable, __file__, "--floor-hop", url, name, str(h), str(hops), str(len(payloads)), str(outs[h])],
-                    stdout=subprocess.PIPE, text=True,
-                ))
-            for w in workers:
-                if (await asyncio.to_thread(w.stdout.readline)).strip() != "ready":  # type: ignore[union-attr]
-                    raise RuntimeError("a floor hop process did not start")
+            workers = await _floor_processes(url, name, hops, len(payloads), outs)
         else:
-            tasks = [asyncio.create_task(floor_hop(js, name, h, hops, len(payloads), per_hop, finished)) for h in range(hops)]
+            tasks = [
+                asyncio.create_task(floor_hop(js, name, h, hops, len(payloads), per_hop, finished)) for h in range(hops)
+            ]
             await asyncio.sleep(0.5)
         if ready is not None:
             ready.set()
-        started = time.time()
-        interval = 1.0 / rate if rate > 0 else 0.0
-        for i, data in enumerate(payloads):
-            if interval:
-                delay = started + i * interval - time.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            await js.publish(f"floor.{name}.0", data, headers={"t": repr(time.time())})
+        started = await _publish_paced(js, f"floor.{name}.0", payloads, rate)
         if processes:
             for w in workers:
                 await asyncio.to_thread(w.wait, 120)
@@ -439,15 +517,32 @@ async def one_at_a_time(settings: Settings, texts: list[str], n: int) -> float:
         for i in range(n):
             c = comment(i, texts[i % len(texts)], "seq")
             found = retriever.retrieve(c.normalized, kb=settings.kb, day=c.published_at.date())
-            retrieval = RetrievalV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, gate=found.gate,
-                                    top_score=found.top_score, docs=found.docs, faq=found.faq, method=found.method)
+            gate, ranking, writing = (hop.stage.name for hop in HOPS[:3])
+            retrieval = c.forward(
+                RetrievalV1,
+                stage=gate,
+                method=found.method,
+                gate=found.gate,
+                top_score=found.top_score,
+                docs=found.docs,
+                faq=found.faq,
+            )
             ranked = await model_rerank(retrieval, ranker, n=settings.top_n, reask=0, final_attempt=True)
-            rerank = RerankV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=ranked.docs, faq=ranked.faq,
-                              method=ranked.method, slide=ranked.slide)
+            rerank = retrieval.forward(
+                RerankV1, stage=ranking, method=ranked.method, docs=ranked.docs, faq=ranked.faq, slide=ranked.slide
+            )
             draft = await model_answer(c, rerank, writer, persona, max_sentences=settings.max_answer_sentences)
-            draft_msg = DraftV1(comment_id=c.comment_id, stream_id=c.stream_id, comment=c, docs=rerank.docs, faq=rerank.faq,
-                                answer=draft.answer, speech=draft.speech, citations=draft.citations,
-                                citation_check=draft.check, method=draft.method)
+            draft_msg = rerank.forward(
+                DraftV1,
+                stage=writing,
+                method=draft.method,
+                docs=rerank.docs,
+                faq=rerank.faq,
+                answer=draft.answer,
+                speech=draft.speech,
+                citations=draft.citations,
+                citation_check=draft.check,
+            )
             await model_verify(draft_msg, checker, reask=0)  # the evaluator is off the hot path in both designs
         return n / (time.perf_counter() - started)
     finally:
@@ -477,7 +572,10 @@ def lag_png(run: Run, path: Path) -> None:
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|",
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 
@@ -495,9 +593,18 @@ async def soak_only(args: argparse.Namespace) -> str:
     work = Path(tempfile.mkdtemp(prefix="kotae-soak-"))
     fake, fake_url = start_fake_model(args.latency_ms / 1000, args.fake_nice)
     base = f"compatible:{fake_url}/v1|"
-    env_for({"KOTAE_RERANKER_MODEL": base + "ranker", "KOTAE_GENERATOR_MODEL": base + "writer", "KOTAE_VERIFIER_MODEL": base + "checker",
-             "KOTAE_INFLIGHT": str(args.inflight), "KOTAE_MODEL_CONCURRENCY": str(args.inflight), "KOTAE_LOG_LEVEL": "warning",
-             "KOTAE_MODEL_TIMEOUT_S": "30", "KOTAE_DATA_DIR": str(work)})
+    env_for(
+        {
+            "KOTAE_RERANKER_MODEL": base + "ranker",
+            "KOTAE_GENERATOR_MODEL": base + "writer",
+            "KOTAE_VERIFIER_MODEL": base + "checker",
+            "KOTAE_INFLIGHT": str(args.inflight),
+            "KOTAE_MODEL_CONCURRENCY": str(args.inflight),
+            "KOTAE_LOG_LEVEL": "warning",
+            "KOTAE_MODEL_TIMEOUT_S": "30",
+            "KOTAE_DATA_DIR": str(work),
+        }
+    )
     try:
         settings = load_settings()
         load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
@@ -507,8 +614,15 @@ async def soak_only(args: argparse.Namespace) -> str:
         stack.stop()
     finally:
         fake.kill()
-    return "\n".join([f"Machine: {describe()}", "", f"Soak: {args.soak_min:g} min at {args.rate:g}/s, model calls {args.latency_ms} ms; "
-                      "RSS of every process:", "", table(SOAK_HEADER, rows)])
+    return "\n".join(
+        [
+            f"Machine: {describe()}",
+            "",
+            f"Soak: {args.soak_min:g} min at {args.rate:g}/s, model calls {args.latency_ms} ms; RSS of every process:",
+            "",
+            table(SOAK_HEADER, rows),
+        ]
+    )
 
 
 async def main_async(args: argparse.Namespace) -> str:
@@ -523,8 +637,12 @@ async def main_async(args: argparse.Namespace) -> str:
     fake, fake_url = start_fake_model(args.latency_ms / 1000, args.fake_nice)
     base = f"compatible:{fake_url}/v1|"
     model_env = {
-        "KOTAE_RERANKER_MODEL": base + "ranker", "KOTAE_GENERATOR_MODEL": base + "writer", "KOTAE_VERIFIER_MODEL": base + "checker",
-        "KOTAE_INFLIGHT": str(args.inflight), "KOTAE_MODEL_CONCURRENCY": str(args.inflight), "KOTAE_LOG_LEVEL": "warning",
+        "KOTAE_RERANKER_MODEL": base + "ranker",
+        "KOTAE_GENERATOR_MODEL": base + "writer",
+        "KOTAE_VERIFIER_MODEL": base + "checker",
+        "KOTAE_INFLIGHT": str(args.inflight),
+        "KOTAE_MODEL_CONCURRENCY": str(args.inflight),
+        "KOTAE_LOG_LEVEL": "warning",
         "KOTAE_MODEL_TIMEOUT_S": "30",
     }
     texts = questions()
@@ -553,7 +671,10 @@ async def main_async(args: argparse.Namespace) -> str:
         created = await hop_times(url, set(run.done))
         added = added_latency(created, run.answers)
         lat = run.latencies()
-        outcomes = {o: sum(a.outcome == o for a in run.answers.values()) for o in sorted({a.outcome for a in run.answers.values()})}
+        outcomes = {
+            o: sum(a.outcome == o for a in run.answers.values())
+            for o in sorted({a.outcome for a in run.answers.values()})
+        }
         lag_png(run, ROOT / "docs" / "capacity-lag.png")
 
         # 2. the floor, same payload size, same rate, four hops, measured right after the
@@ -606,20 +727,42 @@ async def main_async(args: argparse.Namespace) -> str:
             running.stop()
         fake.kill()
 
-    out += [f"Pipeline: {args.comments} answerable comments offered at {args.rate:g}/s; model calls (reranker, "
-            f"generator, verifier) answer after {args.latency_ms} ms; KOTAE_INFLIGHT={args.inflight}.", ""]
+    out += [
+        f"Pipeline: {args.comments} answerable comments offered at {args.rate:g}/s; model calls (reranker, "
+        f"generator, verifier) answer after {args.latency_ms} ms; KOTAE_INFLIGHT={args.inflight}.",
+        "",
+    ]
     hop_floor, hop_floor1 = pct(floor_hops, 0.5), pct(floor1_hops, 0.5)
     rows = [
-        ["pipeline (every stage its own process)", f"{run.throughput:.1f}", f"{pct(lat, .5):.2f}", f"{pct(lat, .95):.2f}", f"{pct(lat, .99):.2f}"],
-        ["floor: raw JetStream, 4 hops, no work, each hop its own process", f"{floor_rate:.1f}", f"{4 * hop_floor:.3f}",
-         f"{4 * pct(floor_hops, .95):.3f}", f"{4 * pct(floor_hops, .99):.3f}"],
-        ["floor with the 4 hops in one process", f"{floor1_rate:.1f}", f"{4 * hop_floor1:.3f}",
-         f"{4 * pct(floor1_hops, .95):.3f}", f"{4 * pct(floor1_hops, .99):.3f}"],
+        [
+            "pipeline (every stage its own process)",
+            f"{run.throughput:.1f}",
+            f"{pct(lat, 0.5):.2f}",
+            f"{pct(lat, 0.95):.2f}",
+            f"{pct(lat, 0.99):.2f}",
+        ],
+        [
+            "floor: raw JetStream, 4 hops, no work, each hop its own process",
+            f"{floor_rate:.1f}",
+            f"{4 * hop_floor:.3f}",
+            f"{4 * pct(floor_hops, 0.95):.3f}",
+            f"{4 * pct(floor_hops, 0.99):.3f}",
+        ],
+        [
+            "floor with the 4 hops in one process",
+            f"{floor1_rate:.1f}",
+            f"{4 * hop_floor1:.3f}",
+            f"{4 * pct(floor1_hops, 0.95):.3f}",
+            f"{4 * pct(floor1_hops, 0.99):.3f}",
+        ],
         ["one at a time (same logic, sequential, one process)", f"{seq_rate:.2f}", f"{1 / seq_rate:.2f}", "–", "–"],
     ]
     out += [table(["run", "comments/s", "e2e p50 s", "e2e p95 s", "e2e p99 s"], rows), ""]
-    out += [f"Outcomes: {', '.join(f'{k} {v}' for k, v in outcomes.items())}; {len(run.done)}/{args.comments} ended.",
-            f"Pipeline ÷ one at a time: {run.throughput / seq_rate:.1f}×.", ""]
+    out += [
+        f"Outcomes: {', '.join(f'{k} {v}' for k, v in outcomes.items())}; {len(run.done)}/{args.comments} ended.",
+        f"Pipeline ÷ one at a time: {run.throughput / seq_rate:.1f}×.",
+        "",
+    ]
     quiet_floor, quiet_floor1 = pct(quiet_floor_hops, 0.5), pct(quiet_floor1_hops, 0.5)
 
     def ratio(value: float, base: float) -> str:
@@ -628,38 +771,82 @@ async def main_async(args: argparse.Namespace) -> str:
     hop_rows = []
     for stage in HOT_STAGES:
         values, calm = sorted(added[stage]), sorted(quiet_added[stage])
-        busy_p50, calm_p50 = pct(values, .5), pct(calm, .5)
-        hop_rows.append([stage, f"{1000 * busy_p50:.1f}", f"{1000 * pct(values, .95):.1f}",
-                         ratio(busy_p50, hop_floor), ratio(busy_p50, hop_floor1),
-                         f"{1000 * calm_p50:.1f}", ratio(calm_p50, quiet_floor), ratio(calm_p50, quiet_floor1),
-                         f"{1000 * (cpu1[stage + '-0'] - cpu0[stage + '-0']) / len(run.done):.1f}"])
-    out += ["Latency kotae adds per stage (input message created → output created, minus the stage's model calls), "
-            "against the floor's per-hop latency at the same rate: each hop its own process, as in the pipeline "
-            f"({1000 * hop_floor:.1f} ms p50 at {args.rate:g}/s, {1000 * quiet_floor:.1f} ms p50 at {args.quiet_rate:g}/s), "
-            f"and the hops in one process ({1000 * hop_floor1:.1f} ms, {1000 * quiet_floor1:.1f} ms):", ""]
-    out += [table(["stage", f"added p50 ms at {args.rate:g}/s", "added p95 ms", "p50 ÷ floor hop", "÷ one-process floor hop",
-                   f"added p50 ms at {args.quiet_rate:g}/s", "p50 ÷ floor hop", "÷ one-process floor hop",
-                   "CPU ms per comment"], hop_rows), ""]
-    out += [f"The same ratio in time-matched pairs at {args.rate:g}/s (each pipeline run followed at once by the floor, "
-            f"each hop its own process; then {args.hop_rounds} more pipeline runs of {args.hop_comments} comments, each "
-            f"followed by the floor; meanwhile the idle pipeline's processes used {100 * idle_share:.1f}% of a core):", "",
-            rounds_table(rounds), ""]
+        busy_p50, calm_p50 = pct(values, 0.5), pct(calm, 0.5)
+        hop_rows.append(
+            [
+                stage,
+                f"{1000 * busy_p50:.1f}",
+                f"{1000 * pct(values, 0.95):.1f}",
+                ratio(busy_p50, hop_floor),
+                ratio(busy_p50, hop_floor1),
+                f"{1000 * calm_p50:.1f}",
+                ratio(calm_p50, quiet_floor),
+                ratio(calm_p50, quiet_floor1),
+                f"{1000 * (cpu1[stage + '-0'] - cpu0[stage + '-0']) / len(run.done):.1f}",
+            ]
+        )
+    out += [
+        "Latency kotae adds per stage (input message created → output created, minus the stage's model calls), "
+        "against the floor's per-hop latency at the same rate: each hop its own process, as in the pipeline "
+        f"({1000 * hop_floor:.1f} ms p50 at {args.rate:g}/s, {1000 * quiet_floor:.1f} ms p50 at {args.quiet_rate:g}/s), "
+        f"and the hops in one process ({1000 * hop_floor1:.1f} ms, {1000 * quiet_floor1:.1f} ms):",
+        "",
+    ]
+    out += [
+        table(
+            [
+                "stage",
+                f"added p50 ms at {args.rate:g}/s",
+                "added p95 ms",
+                "p50 ÷ floor hop",
+                "÷ one-process floor hop",
+                f"added p50 ms at {args.quiet_rate:g}/s",
+                "p50 ÷ floor hop",
+                "÷ one-process floor hop",
+                "CPU ms per comment",
+            ],
+            hop_rows,
+        ),
+        "",
+    ]
+    out += [
+        f"The same ratio in time-matched pairs at {args.rate:g}/s (each pipeline run followed at once by the floor, "
+        f"each hop its own process; then {args.hop_rounds} more pipeline runs of {args.hop_comments} comments, each "
+        f"followed by the floor; meanwhile the idle pipeline's processes used {100 * idle_share:.1f}% of a core):",
+        "",
+        rounds_table(rounds),
+        "",
+    ]
     if together:
-        out += [f"And with both at once: in each round, another {args.hop_comments} comments through the pipeline while "
-                "the floor carries as many messages on its own server, both at the same rate, so the floor's hops wait "
-                "for the cores as the stages do:", "", rounds_table(together), ""]
+        out += [
+            f"And with both at once: in each round, another {args.hop_comments} comments through the pipeline while "
+            "the floor carries as many messages on its own server, both at the same rate, so the floor's hops wait "
+            "for the cores as the stages do:",
+            "",
+            rounds_table(together),
+            "",
+        ]
     out += ["CPU and memory per process during the measured run (and its 40-comment warm-up):", ""]
-    out += [table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]), ""]
+    out += [
+        table(["process", "CPU s", "peak RSS MB"], [[k, f"{cpu1[k] - cpu0[k]:.1f}", f"{peak[k]:.0f}"] for k in pids]),
+        "",
+    ]
     total_cpu = sum(cpu1[k] - cpu0[k] for k in pids)
     cores = os.cpu_count() or 1
-    out += [f"All of them together: {total_cpu:.1f} CPU s over {wall:.1f} s, {100 * total_cpu / (wall * cores):.0f}% of "
-            f"the {cores} cores; the hypervisor took {100 * steal / (wall * cores):.1f}% of them for other guests.", ""]
+    out += [
+        f"All of them together: {total_cpu:.1f} CPU s over {wall:.1f} s, {100 * total_cpu / (wall * cores):.0f}% of "
+        f"the {cores} cores; the hypervisor took {100 * steal / (wall * cores):.1f}% of them for other guests.",
+        "",
+    ]
     out += ["Consumer lag over the run: docs/capacity-lag.png.", ""]
     if scaling:
-        out += [f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
-                f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible); "
-                f"{args.scale_rounds} rounds of {args.scale_comments} comments per replica count in one stack, "
-                "ordered 1, 2, 3 then 3, 2, 1; medians over the rounds:", ""]
+        out += [
+            f"Scaling a CPU-bound stage: the retriever embedding each unique comment of {args.scale_chars}+ characters "
+            f"with {args.scale_embedding} (every other stage offline; comments published as fast as possible); "
+            f"{args.scale_rounds} rounds of {args.scale_comments} comments per replica count in one stack, "
+            "ordered 1, 2, 3 then 3, 2, 1; medians over the rounds:",
+            "",
+        ]
         out += [scaling_table(scaling), ""]
     if soak_rows:
         out += [f"Soak: {args.soak_min} min at {args.rate:g}/s; RSS of every process:", ""]
@@ -705,31 +892,45 @@ async def scale_stage(work: Path, texts: list[str], args: argparse.Namespace) ->
     round pair weighs on every replica count alike); each round gives its own
     ratios over its own one-replica throughput, and the table shows their median.
     """
-    env_for({"KOTAE_DATA_DIR": str(work / "scale"), "KOTAE_RERANKER_MODEL": "", "KOTAE_GENERATOR_MODEL": "",
-             "KOTAE_VERIFIER_MODEL": "", "KOTAE_INFLIGHT": "4", "KOTAE_EMBEDDING_MODEL": args.scale_embedding})
+    env_for(
+        {
+            "KOTAE_DATA_DIR": str(work / "scale"),
+            "KOTAE_RERANKER_MODEL": "",
+            "KOTAE_GENERATOR_MODEL": "",
+            "KOTAE_VERIFIER_MODEL": "",
+            "KOTAE_INFLIGHT": "4",
+            "KOTAE_EMBEDDING_MODEL": args.scale_embedding,
+        }
+    )
     settings = load_settings()
     load_knowledge_base(load_records(Path(kotae.samples.__file__).parent / "kb"), "default", settings)
-    stack = Stack(settings, stages=tuple(s for s in STAGES if s != "evaluator"))
+    stack = Stack(settings, stages=HOT_STAGES)
     url = await stack.start()
     results = []
     try:
         for r in range(args.scale_rounds):
             for replicas in (1, 2, 3) if r % 2 == 0 else (3, 2, 1):
-                await set_replicas(stack, url, "retriever", replicas)
+                await set_replicas(stack, url, GATE, replicas)
                 run_id = uuid.uuid4().hex[:6]
 
-                def unique(i: int, prefix: str) -> CommentV1:  # the run id in the text: nothing from an earlier round's cache
+                def unique(i: int, prefix: str, run_id: str = run_id) -> CommentV1:
+                    # The run id in the text: nothing comes from an earlier round's cache.
                     return comment(i, long_comment(texts, i, args.scale_chars, prefix + run_id), prefix + run_id)
 
                 # A new replica's first embeddings are slower (the session warms up).
                 await drive(url, [unique(i, "w") for i in range(6 * replicas)], 0, timeout=300, watch_lag=False)
                 pids = processes(stack)
                 cpu0 = {k: cpu_seconds(p) for k, p in pids.items()}
-                run = await drive(url, [unique(i, "m") for i in range(args.scale_comments)], 0, timeout=900, watch_lag=False)
+                run = await drive(
+                    url, [unique(i, "m") for i in range(args.scale_comments)], 0, timeout=900, watch_lag=False
+                )
                 per = {k: 1000 * (cpu_seconds(p) - cpu0[k]) / max(1, len(run.done)) for k, p in pids.items()}
-                print(f"# round {r + 1}, {replicas} replica(s): {run.throughput:.2f}/s; CPU ms per comment "
-                      + ", ".join(f"{k} {v:.0f}" for k, v in per.items()), file=sys.stderr)
-                bottleneck = sum(v for k, v in per.items() if k.startswith("retriever"))
+                print(
+                    f"# round {r + 1}, {replicas} replica(s): {run.throughput:.2f}/s; CPU ms per comment "
+                    + ", ".join(f"{k} {v:.0f}" for k, v in per.items()),
+                    file=sys.stderr,
+                )
+                bottleneck = sum(v for k, v in per.items() if k.startswith(GATE))
                 results.append(Scaled(replicas, run.throughput, bottleneck, sum(per.values()) - bottleneck, r))
     finally:
         stack.stop()
@@ -757,21 +958,38 @@ def scaling_table(rows: list[Scaled]) -> str:
     for n in sorted({r.replicas for r in rows}):
         mine = [r for r in rows if r.replicas == n]
         ratios = [r.throughput / one[r.round] for r in mine]
-        out.append([str(n), f"{statistics.median(r.throughput for r in mine):.1f}", f"{statistics.median(ratios):.2f}",
-                    " ".join(f"{x:.2f}" for x in ratios), f"{statistics.median(r.bound(cores) for r in mine):.2f}",
-                    f"{statistics.median(r.bottleneck_ms for r in mine):.0f}", f"{statistics.median(r.rest_ms for r in mine):.0f}"])
-    return table(["retriever replicas", "comments/s", "× one replica", "× one replica, each round", f"bound on {cores} cores",
-                  "retriever CPU ms/comment", "rest CPU ms/comment"], out)
+        out.append(
+            [
+                str(n),
+                f"{statistics.median(r.throughput for r in mine):.1f}",
+                f"{statistics.median(ratios):.2f}",
+                " ".join(f"{x:.2f}" for x in ratios),
+                f"{statistics.median(r.bound(cores) for r in mine):.2f}",
+                f"{statistics.median(r.bottleneck_ms for r in mine):.0f}",
+                f"{statistics.median(r.rest_ms for r in mine):.0f}",
+            ]
+        )
+    return table(
+        [
+            "retriever replicas",
+            "comments/s",
+            "× one replica",
+            "× one replica, each round",
+            f"bound on {cores} cores",
+            "retriever CPU ms/comment",
+            "rest CPU ms/comment",
+        ],
+        out,
+    )
 
 
 async def wait_for_replicas(url: str, stage: str, replicas: int, timeout: float = 180.0) -> None:
     """Until ``replicas`` processes of ``stage`` are pulling from its consumer."""
     nc = await nats.connect(url)
-    spec = CONSUMERS[stage]
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            info = await nc.jetstream().consumer_info(spec.stream, spec.durable)
+            info = await nc.jetstream().consumer_info(*consumer_of(stage))
             if (info.num_waiting or 0) >= replicas:
                 return
             await asyncio.sleep(0.2)
@@ -806,8 +1024,14 @@ async def soak(url: str, stack: Stack, texts: list[str], args: argparse.Namespac
     middle = next((row for t, row in samples if t >= samples[-1][0] / 2), samples[-1][1])
     end = samples[-1][1]
     return [
-        [k, f"{after_warmup[k]:.0f}", f"{middle[k]:.0f}", f"{end[k]:.0f}", f"{100 * (end[k] / after_warmup[k] - 1):+.1f}%",
-         f"{100 * (end[k] / middle[k] - 1):+.1f}%"]
+        [
+            k,
+            f"{after_warmup[k]:.0f}",
+            f"{middle[k]:.0f}",
+            f"{end[k]:.0f}",
+            f"{100 * (end[k] / after_warmup[k] - 1):+.1f}%",
+            f"{100 * (end[k] / middle[k] - 1):+.1f}%",
+        ]
         for k in pids
     ]
 
@@ -817,7 +1041,7 @@ def write_section(text: str) -> None:
     doc = DOCS.read_text(encoding="utf-8")
     generated = f"{BEGIN}\n\n{text}\n\n{END}"
     if BEGIN in doc and END in doc:
-        doc = doc[: doc.index(BEGIN)] + generated + doc[doc.index(END) + len(END):]
+        doc = doc[: doc.index(BEGIN)] + generated + doc[doc.index(END) + len(END) :]
     elif SECTION in doc:
         start = doc.index(SECTION)
         nxt = doc.find("\n## ", start + len(SECTION))
@@ -836,19 +1060,33 @@ def main() -> None:
     parser.add_argument("--comments", type=int, default=1500)
     parser.add_argument("--rate", type=float, default=60.0, help="arrival rate, comments per second")
     parser.add_argument("--latency-ms", type=int, default=500, help="latency of one fake model call")
-    parser.add_argument("--fake-nice", type=int, default=10,
-                        help="nice of the fake model server: it stands in for a hosted API, which takes none of these cores")
+    parser.add_argument(
+        "--fake-nice",
+        type=int,
+        default=10,
+        help="nice of the fake model server: it stands in for a hosted API, which takes none of these cores",
+    )
     parser.add_argument("--inflight", type=int, default=128, help="KOTAE_INFLIGHT of every stage")
-    parser.add_argument("--hop-rounds", type=int, default=3,
-                        help="extra rounds of a pipeline run followed by the floor, for the per-hop ratio in time-matched pairs")
+    parser.add_argument(
+        "--hop-rounds",
+        type=int,
+        default=3,
+        help="extra rounds of a pipeline run followed by the floor, for the per-hop ratio in time-matched pairs",
+    )
     parser.add_argument("--hop-comments", type=int, default=600, help="comments of each such round")
-    parser.add_argument("--quiet-rate", type=float, default=2.0, help="arrival rate of the run with few comments in flight")
+    parser.add_argument(
+        "--quiet-rate", type=float, default=2.0, help="arrival rate of the run with few comments in flight"
+    )
     parser.add_argument("--quiet-comments", type=int, default=120)
     parser.add_argument("--sequential", type=int, default=8, help="comments through the one-at-a-time pipeline")
     parser.add_argument("--scale-comments", type=int, default=150, help="comments of each scaling measurement")
     parser.add_argument("--scale-rounds", type=int, default=4, help="rounds of 1, 2, 3 replicas (then 3, 2, 1, ...)")
     parser.add_argument("--scale-chars", type=int, default=120, help="length of each comment in the scaling run")
-    parser.add_argument("--scale-embedding", default="e5-small-q4", help="embedding model of the CPU-bound retriever (pip install kotae[e5])")
+    parser.add_argument(
+        "--scale-embedding",
+        default="e5-small-q4",
+        help="embedding model of the CPU-bound retriever (pip install kotae[e5])",
+    )
     parser.add_argument("--scaling-only", action="store_true", help="run only the scaling part")
     parser.add_argument("--soak-min", type=float, default=0.0)
     parser.add_argument("--soak-only", action="store_true", help="run only the soak (with --soak-min, --rate)")

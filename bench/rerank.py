@@ -73,14 +73,16 @@ def top1(gold: str, docs: list[Evidence], scores: list[float] | None) -> bool:
     return best.doc_id in gold.split("|")
 
 
-def table(name: str, questions: list[tuple[str, str]], cands: list[list[Evidence]], split: bool, model: str) -> list[str]:
+def table(
+    name: str, questions: list[tuple[str, str]], cands: list[list[Evidence]], split: bool, model: str
+) -> list[str]:
     from kotae.knowledge.embeddings import embedder_for
 
     embedder = embedder_for(model)
     hits: dict[float, list[bool]] = {a: [] for a in ALPHAS}
     retrieval: list[bool] = []
     started = time.perf_counter()
-    for (gold, text), docs in zip(questions, cands):
+    for (gold, text), docs in zip(questions, cands, strict=True):
         retrieval.append(top1(gold, docs, None))
         for alpha in ALPHAS:
             hits[alpha].append(top1(gold, docs, rescore_scores(text, docs, embedder, alpha) if docs else None))
@@ -97,11 +99,18 @@ def table(name: str, questions: list[tuple[str, str]], cands: list[list[Evidence
     lines.append("|---|" + "---:|" * len(parts))
     lines.append("| retrieval order (`keep_top_n`) | " + " | ".join(f"{rate(retrieval, p):.4f}" for p in parts) + " |")
     for alpha in ALPHAS:
-        lines.append(f"| `embedding_rescore` alpha {alpha:g} | " + " | ".join(f"{rate(hits[alpha], p):.4f}" for p in parts) + " |")
+        lines.append(
+            f"| `embedding_rescore` alpha {alpha:g} | "
+            + " | ".join(f"{rate(hits[alpha], p):.4f}" for p in parts)
+            + " |"
+        )
     if split:
         best = max(ALPHAS, key=lambda a: (rate(hits[a], "even"), -a))
-        lines += ["", f"Best alpha on the even questions: {best:g} → held out {rate(hits[best], 'odd'):.4f} "
-                  f"(retrieval order {rate(retrieval, 'odd'):.4f})."]
+        lines += [
+            "",
+            f"Best alpha on the even questions: {best:g} → held out {rate(hits[best], 'odd'):.4f} "
+            f"(retrieval order {rate(retrieval, 'odd'):.4f}).",
+        ]
     lines += ["", f"Rescoring cost: {per_q_ms:.1f} ms per question (embedding every candidate sentence with {model})."]
     return lines
 

@@ -58,15 +58,20 @@ def collect(records: list[KBRecord], questions: list[tuple[str, str]], work: Pat
         for i, (_, q) in enumerate(questions):
             vectors = searcher.query_vectors(q)
             searches = [Search(f, v, "jsquad", "doc", DAY, POOL) for f, v in vectors.items()]
-            hits = fuse(dict(zip(vectors, backend.search(searches))), weights)[:CANDIDATES]
+            hits = fuse(dict(zip(vectors, backend.search(searches), strict=True)), weights)[:CANDIDATES]
             full = backend.points([h.point_id for h in hits], dense=True, words=True)
             hits = [h for h in hits if h.point_id in full]
             qvec = searcher.embed(q)
             t = time.perf_counter()
             query = RescoreQuery.of(q, qvec, meta)
             candidates = [
-                Candidate(fused=h.score, title=full[h.point_id].payload.get("title") or "", text=full[h.point_id].payload["text"],
-                          vector=full[h.point_id].dense, words=full[h.point_id].words or frozenset())
+                Candidate(
+                    fused=h.score,
+                    title=full[h.point_id].payload.get("title") or "",
+                    text=full[h.point_id].payload["text"],
+                    vector=full[h.point_id].dense,
+                    words=full[h.point_id].words or frozenset(),
+                )
                 for h in hits
             ]
             rows = features(query, candidates)
@@ -142,21 +147,32 @@ def main() -> None:
     first = np.eye(n, dtype=np.float32)[0]
     row("first stage (hybrid, default weights)", first)
     for k, name in enumerate(FEATURES[1:], start=1):
-        best = max(GRID, key=lambda g: tuple(reversed(recall(gold, per, first + np.eye(n, dtype=np.float32)[k] * g, train))))
+        best = max(
+            GRID, key=lambda g: tuple(reversed(recall(gold, per, first + np.eye(n, dtype=np.float32)[k] * g, train)))
+        )
         row(f"+ {name} × {best:g}", first + np.eye(n, dtype=np.float32)[k] * best)
     fitted = pairwise_weights(gold, per, train)
     row("+ all, pairwise logistic regression [" + " / ".join(f"{x:.2f}" for x in fitted) + "]", fitted)
     shipped = RescoreWeights()
-    row("+ all, shipped RescoreWeights [" + " / ".join(f"{getattr(shipped, f):g}" for f in FEATURES) + "]", shipped.vector())
+    row(
+        "+ all, shipped RescoreWeights [" + " / ".join(f"{getattr(shipped, f):g}" for f in FEATURES) + "]",
+        shipped.vector(),
+    )
     print(f"Machine: {describe()}\n")
-    print(f"JSQuAD v1.3 valid, {len(gold)} questions; top {CANDIDATES} fused chunks rescored; "
-          f"weights chosen on {len(train)} (even), held out {len(held)} (odd).\n")
-    print("| ranking | recall@1 train | recall@5 train | recall@1 held out | recall@5 held out | recall@1 all | recall@5 all |")
+    print(
+        f"JSQuAD v1.3 valid, {len(gold)} questions; top {CANDIDATES} fused chunks rescored; "
+        f"weights chosen on {len(train)} (even), held out {len(held)} (odd).\n"
+    )
+    print(
+        "| ranking | recall@1 train | recall@5 train | recall@1 held out | recall@5 held out | recall@1 all | recall@5 all |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, cells in rows:
         print(f"| {name} | " + " | ".join(f"{c:.4f}" for c in cells) + " |")
-    print(f"\nFeatures of {CANDIDATES} candidates per comment: p50 {np.percentile(timings, 50):.1f} ms, "
-          f"p95 {np.percentile(timings, 95):.1f} ms. Weights in the order {' / '.join(FEATURES)}.")
+    print(
+        f"\nFeatures of {CANDIDATES} candidates per comment: p50 {np.percentile(timings, 50):.1f} ms, "
+        f"p95 {np.percentile(timings, 95):.1f} ms. Weights in the order {' / '.join(FEATURES)}."
+    )
 
 
 if __name__ == "__main__":

@@ -36,14 +36,20 @@ from pipeline import cpu_seconds  # noqa: E402
 from kotae.bus.embedded import EmbeddedNats  # noqa: E402
 from kotae.bus.topology import ensure_streams  # noqa: E402
 from kotae.contracts import subjects  # noqa: E402
+from kotae.services import STAGES as DECLARED  # noqa: E402
 from kotae.settings import load_settings  # noqa: E402
+from kotae.stage import hot_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "contracts" / "golden"
+#: Per model-calling hop after the retrieval gate: its golden input, the subject it takes, what it passes on.
 STAGES = {
-    "reranker": ("retrieval.v1.json", subjects.RETRIEVAL, subjects.RERANK),
-    "generator": ("rerank.v1.json", subjects.RERANK, subjects.DRAFT),
-    "verifier": ("draft.v1.json", subjects.DRAFT, subjects.ANSWER_PREFIX + ".>"),
+    hop.stage.name: (
+        f"{hop.takes.removeprefix(subjects.PREFIX + '.')}.json",
+        hop.takes,
+        hop.passes if hop.passes != subjects.ANSWER_PREFIX else subjects.ANSWER_PREFIX + ".>",
+    )
+    for hop in hot_path(DECLARED)[1:]
 }
 
 
@@ -80,8 +86,15 @@ async def one_run(stage: str, n: int, otlp: str | None) -> tuple[float, float]:
     work = Path(tempfile.mkdtemp(prefix="kotae-stage-cpu-"))
     server = EmbeddedNats(work / "jetstream")
     url = server.start()
-    env = dict(os.environ, KOTAE_NATS_URL=url, KOTAE_DATA_DIR=str(work), KOTAE_LOG_LEVEL="warning",
-               KOTAE_RERANKER_OFFLINE="keep_top_n", KOTAE_INFLIGHT="128", OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        KOTAE_NATS_URL=url,
+        KOTAE_DATA_DIR=str(work),
+        KOTAE_LOG_LEVEL="warning",
+        KOTAE_RERANKER_OFFLINE="keep_top_n",
+        KOTAE_INFLIGHT="128",
+        OMP_NUM_THREADS="1",
+    )
     env.pop("KOTAE_OTLP_ENDPOINT", None)
     if otlp:
         env["KOTAE_OTLP_ENDPOINT"] = otlp
@@ -132,18 +145,24 @@ async def main_async(args: argparse.Namespace) -> str:
             rows.append(f"| {name} | {cpu:.2f} | {rate:.0f} |")
     finally:
         collector.shutdown()
-    return "\n".join([
-        f"Machine: {describe()}", "",
-        f"{args.stage} (offline method), {args.messages} messages fed as fast as it takes them; "
-        f"the collector received {_Collector.received} exports.", "",
-        "| tracing | stage CPU ms per message | messages/s |", "|---|---:|---:|", *rows,
-    ])
+    return "\n".join(
+        [
+            f"Machine: {describe()}",
+            "",
+            f"{args.stage} (offline method), {args.messages} messages fed as fast as it takes them; "
+            f"the collector received {_Collector.received} exports.",
+            "",
+            "| tracing | stage CPU ms per message | messages/s |",
+            "|---|---:|---:|",
+            *rows,
+        ]
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=2000)
-    parser.add_argument("--stage", choices=sorted(STAGES), default="reranker")
+    parser.add_argument("--stage", choices=list(STAGES), default=next(iter(STAGES)))
     args = parser.parse_args()
     print(asyncio.run(main_async(args)))
 

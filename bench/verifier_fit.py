@@ -33,10 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe  # noqa: E402
 from verifier import DATA, Case, build_cases  # noqa: E402
 
+from kotae.answer_slot import SLOT_MARGIN, SLOT_WEIGHTS, SlotPlaces  # noqa: E402
 from kotae.citations import numbered_blocks, strip_markers  # noqa: E402
 from kotae.contracts import Evidence  # noqa: E402
 from kotae.knowledge.text import split_sentences  # noqa: E402
-from kotae.services.verifier.alignment import SLOT_MARGIN, SLOT_WEIGHTS, SlotPlaces, slot_places  # noqa: E402
+from kotae.services.verifier.alignment import slot_places  # noqa: E402
 from kotae.services.verifier.logic import verify  # noqa: E402
 
 SIGNS = list(SLOT_WEIGHTS)
@@ -99,8 +100,8 @@ def sweep(answers: list[Weighed], weights: dict[str, float]) -> dict[float, tupl
     out = {}
     for margin in MARGINS:
         passed = [a.passes_otherwise and (a.places is None or a.places.fills(margin, weights)) for a in answers]
-        right = [p for p, a in zip(passed, answers) if a.right]
-        wrong = [p for p, a in zip(passed, answers) if not a.right]
+        right = [p for p, a in zip(passed, answers, strict=True) if a.right]
+        wrong = [p for p, a in zip(passed, answers, strict=True) if not a.right]
         out[margin] = (sum(right) / len(right), 1 - sum(wrong) / len(wrong))
     return out
 
@@ -128,30 +129,40 @@ def main() -> int:
     raw, loglik = fit(groups)
     t2 = time.perf_counter()
     scaled = raw / raw[SIGNS.index("near")]
-    refit = {k: round(round(v / ROUND_TO) * ROUND_TO, 2) for k, v in zip(SIGNS, scaled)}
+    refit = {k: round(round(v / ROUND_TO) * ROUND_TO, 2) for k, v in zip(SIGNS, scaled, strict=True)}
 
     right = sum(a.right for a in answers)
     print(f"Machine: {describe()}\n")
-    print(f"{len(answers)} dev bare answers ({right} right, {len(answers) - right} wrong) built and weighed in "
-          f"{t1 - t0:.1f} s; weights fitted on {len(groups)} right answers with rival places in {t2 - t1:.1f} s "
-          f"(mean log-likelihood {loglik:.3f}).\n")
+    print(
+        f"{len(answers)} dev bare answers ({right} right, {len(answers) - right} wrong) built and weighed in "
+        f"{t1 - t0:.1f} s; weights fitted on {len(groups)} right answers with rival places in {t2 - t1:.1f} s "
+        f"(mean log-likelihood {loglik:.3f}).\n"
+    )
     print("| sign | shipped | fitted | fitted, near = 1 | fitted, rounded |")
     print("|---|---:|---:|---:|---:|")
-    for k, r, s in zip(SIGNS, raw, scaled):
+    for k, r, s in zip(SIGNS, raw, scaled, strict=True):
         print(f"| {k} | {SLOT_WEIGHTS[k]:.2f} | {r:.3f} | {s:.3f} | {refit[k]:.2f} |")
     far = max(SIGNS, key=lambda k: abs(scaled[SIGNS.index(k)] - SLOT_WEIGHTS[k]))
-    print(f"\nLargest difference from the shipped weights (near = 1): {far}, "
-          f"{abs(scaled[SIGNS.index(far)] - SLOT_WEIGHTS[far]):.3f}.")
+    print(
+        f"\nLargest difference from the shipped weights (near = 1): {far}, "
+        f"{abs(scaled[SIGNS.index(far)] - SLOT_WEIGHTS[far]):.3f}."
+    )
 
     shipped, refitted = sweep(answers, SLOT_WEIGHTS), sweep(answers, refit)
-    print(f"\nMargin sweep on dev: right bare answers kept, wrong ones (variant 5) caught. SLOT_MARGIN = {SLOT_MARGIN}.\n")
+    print(
+        f"\nMargin sweep on dev: right bare answers kept, wrong ones (variant 5) caught. SLOT_MARGIN = {SLOT_MARGIN}.\n"
+    )
     print("| margin | kept, shipped weights | caught | kept, refitted weights | caught |")
     print("|---:|---:|---:|---:|---:|")
     for m in MARGINS:
         mark = " ← SLOT_MARGIN" if abs(m - SLOT_MARGIN) < 1e-9 else ""
-        print(f"| {m:.2f}{mark} | {shipped[m][0]:.3f} | {shipped[m][1]:.3f} | {refitted[m][0]:.3f} | {refitted[m][1]:.3f} |")
-    print(f"\nWidest margin still catching {CAUGHT_AT_LEAST:.0%}: {widest(shipped)} with the shipped weights, "
-          f"{widest(refitted)} with the refitted ones.")
+        print(
+            f"| {m:.2f}{mark} | {shipped[m][0]:.3f} | {shipped[m][1]:.3f} | {refitted[m][0]:.3f} | {refitted[m][1]:.3f} |"
+        )
+    print(
+        f"\nWidest margin still catching {CAUGHT_AT_LEAST:.0%}: {widest(shipped)} with the shipped weights, "
+        f"{widest(refitted)} with the refitted ones."
+    )
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
 

@@ -13,26 +13,57 @@ from pathlib import Path
 from typing import Any
 
 from faststream import FastStream
-from faststream.nats import NatsBroker
+from faststream.nats import JStream, NatsBroker, NatsRouter
 from faststream.specification import AsyncAPI
+from pydantic import BaseModel
 
 from kotae import __version__
+from kotae.bus.edge import StageEdge
 from kotae.contracts import SCHEMAS
-from kotae.settings import load_settings
+from kotae.services import STAGES
+from kotae.settings import Settings, load_settings
+from kotae.stage import Input, Stage
+
+
+def _document_reading(router: NatsRouter, stage: Stage, read: Input) -> None:
+    """A subscriber that only documents what a service stage reads through consumers of its own."""
+
+    async def reads(message: BaseModel) -> None:  # never runs: the broker never connects
+        return None
+
+    reads.__annotations__ = {"message": read.contract, "return": None}
+    router.subscriber(
+        read.subject,
+        stream=JStream(read.stream, declare=False),
+        title=f"{stage.name}:{read.subject}",
+        description=read.description or stage.description,
+    )(reads)
+
+
+def stage_router(stage: Stage, settings: Settings) -> NatsRouter:
+    """What one stage consumes (or reads) and publishes, as FastStream documents it (nothing runs)."""
+    if stage.consumes is not None:
+        return StageEdge(stage, settings).router()
+    router = NatsRouter()
+    for read in stage.reads:
+        _document_reading(router, stage, read)
+    for output in stage.outputs:  # a source such as ingest, or a service stage: publishers
+        router.publisher(
+            output.subject,
+            stream=JStream(output.stream, declare=False),
+            schema=output.contract,
+            title=f"{stage.name}:{output.subject}",
+            description=output.description,
+        )
+    return router
 
 
 def pipeline_app() -> FastStream:
-    """Every stage's router on one broker, for documentation only (it never connects)."""
-    from kotae.services.evaluator.handlers import build_router as evaluator
-    from kotae.services.generator.handlers import build_router as generator
-    from kotae.services.reranker.handlers import build_router as reranker
-    from kotae.services.retriever.handlers import build_router as retriever
-    from kotae.services.verifier.handlers import build_router as verifier
-
+    """Every declared stage on one broker, for documentation only (it never connects)."""
     settings = load_settings(nats_url="nats://nats:4222")
     broker = NatsBroker("nats://nats:4222", logger=None)
-    for build in (retriever, reranker, generator, verifier, evaluator):
-        broker.include_router(build(settings))
+    for stage in STAGES:
+        broker.include_router(stage_router(stage, settings))
     return FastStream(
         broker,
         logger=None,
@@ -73,8 +104,6 @@ def stale(root: Path) -> list[str]:
         for rel, text in documents().items()
         if not (root / rel).exists() or (root / rel).read_text(encoding="utf-8") != text
     ]
-
-
 
 
 def __getattr__(name: str) -> Any:

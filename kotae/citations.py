@@ -34,8 +34,7 @@ class Block:
 def numbered_blocks(docs: list[Evidence], faq: list[FaqEvidence]) -> list[Block]:
     """Documents, then FAQ, numbered from 1."""
     blocks = [
-        Block(i, "doc", d.doc_id, d.chunk_id, d.title, d.text, d.source, d.slide, d.lang)
-        for i, d in enumerate(docs, 1)
+        Block(i, "doc", d.doc_id, d.chunk_id, d.title, d.text, d.source, d.slide, d.lang) for i, d in enumerate(docs, 1)
     ]
     start = len(blocks) + 1
     blocks += [
@@ -82,3 +81,27 @@ def citation_check(answer: str, block_count: int, *, exempt: tuple[str, ...] = (
         if not MARKER.search(sentence):
             uncited.append(sentence)
     return CitationCheck(ok=not unknown and not uncited, unknown_ids=unknown, uncited_sentences=uncited)
+
+
+_LABEL = re.compile(r"^【([^【】]{1,60})】")
+
+
+def title_label(title: str) -> str:
+    """The label that names the document a quoted sentence comes from: 【ラオス】."""
+    return f"【{title}】"
+
+
+def without_title_label(sentence: str, blocks: list[Block]) -> str:
+    """``sentence`` less a leading 【title】 label naming one of ``blocks``: the label repeats a title,
+    which claims nothing beyond the document it names.
+
+    Example::
+
+        >>> b = Block(1, "doc", "laos", None, "ラオス", "…", None, None, "ja")
+        >>> without_title_label("【ラオス】内陸国である[1]。", [b])
+        '内陸国である[1]。'
+    """
+    m = _LABEL.match(sentence)
+    if m and any(b.title and m.group(1) == b.title for b in blocks):
+        return sentence[m.end() :]
+    return sentence

@@ -42,7 +42,7 @@ class ClarifyStore:
         self.kv = kv
 
     @classmethod
-    async def open(cls, js: Any, ttl_s: float, replicas: int = 1) -> "ClarifyStore":
+    async def open(cls, js: Any, ttl_s: float, replicas: int = 1) -> ClarifyStore:
         from nats.js.api import KeyValueConfig
         from nats.js.errors import BucketNotFoundError
 

@@ -16,11 +16,11 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import date
-
-import numpy as np
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from kotae import __version__
 from kotae.settings import Settings, SettingsError, load_settings
@@ -76,11 +76,41 @@ def _require_str(data: dict[str, Any], key: str, where: str) -> str:
 # --- kb -----------------------------------------------------------------------
 
 
+class LoadProgress:
+    """Progress of a long knowledge-base load on stderr: chunks embedded, elapsed, an estimate of what is left.
+
+    Quiet for a load that embeds fewer than ``from_chunks`` chunks (the bundled sample, a reload
+    that changed one record); otherwise a line every ``every_s`` seconds and one at the end.
+    """
+
+    def __init__(self, name: str, *, from_chunks: int = 200, every_s: float = 2.0) -> None:
+        import time
+
+        self.name, self.from_chunks, self.every_s = name, from_chunks, every_s
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.last = -every_s
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if total < self.from_chunks or (done < total and now - self.last < self.every_s):
+            return
+        self.last = now
+        elapsed = now - self.started
+        left = f", about {elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+        print(
+            f"kotae: knowledge base {self.name!r}: embedded {done}/{total} new or changed chunks ({elapsed:.0f} s{left})",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def load_knowledge_base(path: Path, name: str, settings: Settings) -> dict[str, Any]:
     from kotae.knowledge import loading
     from kotae.knowledge.records import load_records
 
-    return loading.load_knowledge_base(load_records(path), name, settings)  # every line checked first
+    records = load_records(path)  # every line checked first
+    return loading.load_knowledge_base(records, name, settings, progress=LoadProgress(name))
 
 
 def cmd_kb_load(args: argparse.Namespace, settings: Settings) -> int:
@@ -133,6 +163,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.contracts import Evidence
+    from kotae.knowledge.text import split_sentences
+    from kotae.relevance import relevance
     from kotae.services.verifier.logic import verify
 
     cases = []
@@ -156,8 +188,26 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
         cases.append((cid, question, answer, docs))
     out = []
     for cid, question, answer, docs in cases:
-        verdict = verify(answer, docs, [], question=question)
-        out.append(json.dumps({"id": cid, "verdict": verdict.verdict, "reasons": verdict.reasons, "method": verdict.method}, ensure_ascii=False))
+        verdict = verify(answer, docs, [], question=question, sure=settings.verifier_sure)
+        rel = (
+            relevance(question, split_sentences(answer), [(d.title, d.text) for d in docs]) if answer.strip() else None
+        )
+        out.append(
+            json.dumps(
+                {
+                    "id": cid,
+                    "verdict": verdict.verdict,
+                    "reasons": verdict.reasons,
+                    "method": verdict.method,
+                    "decision": verdict.decision,
+                    "support": verdict.support,
+                    "decided_by": "offline",
+                    "relevant": None if rel is None else rel.relevant,
+                    "relevance_reasons": [] if rel is None else rel.reasons,
+                },
+                ensure_ascii=False,
+            )
+        )
     sys.stdout.write("".join(line + "\n" for line in out))
     return 0
 
@@ -165,15 +215,48 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 # --- the bus: serve, up, replay, demo, report ---------------------------------
 
 
+def _process_stages() -> dict[str, Any]:
+    from kotae.services import STAGES
+
+    return {stage.name: stage for stage in STAGES if stage.runs_as_process}
+
+
+def _on_request_stages() -> dict[str, Any]:
+    """Stages ``kotae up``/``demo``/``replay`` run only when asked (``--<name>``), e.g. the on-air stage."""
+    return {name: stage for name, stage in _process_stages().items() if stage.on_request}
+
+
+def _stack_options(
+    args: argparse.Namespace, *, standby: bool
+) -> tuple[tuple[str, ...], dict[str, int], dict[str, str]]:
+    """(stages, processes per stage where not one, environment of the stage processes) for the flags given.
+
+    ``standby``: run as many processes of an on-request stage as its declaration asks
+    (the on-air stage: one voice and a standby), as ``kotae up`` does; a demo or a
+    replay runs one. Their on-air HTTP server takes any free port unless
+    KOTAE_ONAIR_HTTP_PORT says which: nothing needs a stable address there.
+    """
+    from kotae.stack import STAGES
+
+    asked = tuple(name for name in _on_request_stages() if getattr(args, name, False))
+    replicas = {name: _on_request_stages()[name].resources.min_replicas for name in asked} if standby else {}
+    env: dict[str, str] = {}
+    if getattr(args, "speech_dir", None):
+        env["KOTAE_ONAIR_SPEECH_DIR"] = str(Path(args.speech_dir).expanduser().resolve())
+    if not standby and "KOTAE_ONAIR_HTTP_PORT" not in os.environ:
+        env["KOTAE_ONAIR_HTTP_PORT"] = "0"
+    return STAGES + asked, replicas, env
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import importlib
-
     from kotae.logs import get_logger
-    from kotae.runtime import run_loop, settle_heap
-    from kotae.stack import STAGES, Stack
+    from kotae.runtime import build_stage_app, run_loop, settle_heap
+    from kotae.stack import Stack
 
-    if args.stage not in STAGES:
-        raise CommandError(f"unknown stage {args.stage!r}; expected one of {', '.join(STAGES)}")
+    stages = _process_stages()
+    if args.stage not in stages:
+        raise CommandError(f"unknown stage {args.stage!r}; expected one of {', '.join(stages)}")
+    stage = stages[args.stage]
     stack = None
     if not settings.nats_url:
         stack = Stack(settings, stages=(), client=args.stage)
@@ -184,13 +267,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             f"in {stack.write_env_files()}/<user>.env (or set KOTAE_NATS_URL to share a server)",
             file=sys.stderr,
         )
-    module = importlib.import_module(f"kotae.services.{args.stage}.main")
-    app = module.build_app(settings)
+    app = build_stage_app(stage, settings)
 
     @app.after_startup
     async def _settle() -> None:
-        frozen = settle_heap(args.stage, settings)
-        get_logger("kotae.serve").info("stage.heap_frozen", service=args.stage, objects=frozen)
+        frozen = settle_heap(stage, settings)
+        get_logger("kotae.serve").info("stage.heap_frozen", service=stage.name, objects=frozen)
 
     try:
         run_loop(app.run(), settings)
@@ -201,39 +283,92 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
-    from kotae.stack import Stack
+    from kotae.stack import Stack, StackError
 
     async def run() -> None:
-        from kotae.bus.access import STACK
+        from kotae.bus.permissions import STACK
 
-        stack = Stack(settings, replicas=args.replicas, client=STACK)
+        stages, per_stage, env = _stack_options(args, standby=True)
+        token_path = _console_token(settings) if getattr(args, "onair", False) else None
+        stack = Stack(settings, stages=stages, replicas=args.replicas, client=STACK, stage_replicas=per_stage, env=env)
         await stack.start()
-        print(f"kotae is up: nats {stack.address}, stages {', '.join(stack.stages)}; logs in {stack.log_dir}", flush=True)
-        env_dir = stack.write_env_files()
-        if env_dir:
-            print(
-                f"Other processes log in with the credentials in {env_dir}, e.g. "
-                f"set -a; . {env_dir}/replay.env; set +a; kotae ingest replay FILE",
-                flush=True,
-            )
-        print("Ctrl-C stops every process.", flush=True)
+        # Ctrl-C stops every process from here on: before the first line, so whoever reads it may send it.
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
+            print(
+                f"kotae is up: nats {stack.address}, stages {', '.join(stack.stages)}; logs in {stack.log_dir}",
+                flush=True,
+            )
+            if getattr(args, "onair", False):
+                _print_onair_pages(stack, settings, env, token_path)
+            if settings.metrics_port:
+                from kotae.metrics import serve_metrics
+
+                serve_metrics(settings.metrics_port)  # this process's own: stage restarts
+            env_dir = stack.write_env_files()
+            if env_dir:
+                print(
+                    f"Other processes log in with the credentials in {env_dir}, e.g. "
+                    f"set -a; . {env_dir}/replay.env; set +a; kotae ingest replay FILE",
+                    flush=True,
+                )
+            print("A stage that exits is started again; Ctrl-C stops every process.", flush=True)
             while not stop.is_set():
-                if not stack.alive():
-                    raise CommandError(f"a stage exited; see the logs in {stack.log_dir}")
                 try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except asyncio.TimeoutError:
+                    for stage in stack.supervise():
+                        print(f"kotae: restarted {stage} (see {stack.log_dir})", file=sys.stderr, flush=True)
+                except StackError as exc:
+                    raise CommandError(str(exc)) from None
+                try:
+                    await asyncio.wait_for(stop.wait(), 0.5)
+                except TimeoutError:
                     pass
         finally:
             stack.stop()
 
     _run(run())
     return 0
+
+
+def _print_onair_pages(stack: Any, settings: Settings, env: dict[str, str], token_path: Path | None) -> None:
+    """Where the on-air stage's overlay and console are, and the console's token."""
+    port = int(env.get("KOTAE_ONAIR_HTTP_PORT") or settings.onair_http_port)
+    where = f"http://{settings.onair_http_host}:{port}" if port else "a free port (see `kotae onair status`)"
+    print(
+        f"On air: {stack.replicas_of('onair')} onair processes, one speaking at a time; its HTTP server "
+        f"(audio, /status, /events) at {where}. Commands: kotae onair status|skip|pause|resume|hold on|off|…",
+        flush=True,
+    )
+    base = where if port else "http://<that address>"
+    print(f"  Overlay (OBS browser source, 1920x1080): {base}/overlay  (subtitles only: ?layout=subtitles)")
+    print(f"  Console: {base}/console", flush=True)
+    if token_path is not None:
+        token = token_path.read_text(encoding="utf-8").strip()
+        print(f"  Console token (kept in {token_path}, 0600; paste it into the console): {token}", flush=True)
+    else:
+        print("  Console token: the value of KOTAE_ONAIR_CONSOLE_TOKEN", flush=True)
+
+
+def _console_token(settings: Settings) -> Path | None:
+    """Refuse pages served beyond this machine without a token; else a new console token (None: the configured one)."""
+    from kotae.services.onair.pages import ConsoleAccessError, check_binding, new_token
+
+    try:
+        check_binding(settings)
+    except ConsoleAccessError as exc:
+        raise CommandError(str(exc)) from None
+    return None if settings.onair_console_token is not None else new_token(settings)
+
+
+def cmd_nats(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae import nats_users
+
+    if args.action == "passwords":
+        return nats_users.write_passwords(Path(args.out) if args.out else None)
+    return nats_users.write_creds(Path(args.account_seed), Path(args.out), args.account)
 
 
 def _load_kb_if_given(path: str | None, name: str, settings: Settings) -> None:
@@ -248,33 +383,56 @@ def _load_kb_if_given(path: str | None, name: str, settings: Settings) -> None:
         )
 
 
-async def _replay_on_stack(settings: Settings, comments: list[Any], timeout: float, wait_evals: float) -> Any:
-    from kotae.bus.access import REPLAY
+async def _replay_on_stack(
+    settings: Settings,
+    comments: list[Any],
+    timeout: float,
+    wait_evals: float,
+    args: argparse.Namespace | None = None,
+) -> Any:
+    from kotae.bus.permissions import REPLAY
     from kotae.replay import run_replay
-    from kotae.stack import Stack
+    from kotae.stack import STAGES, Stack
 
-    stack = Stack(settings, client=REPLAY)
+    stages, per_stage, env = _stack_options(args, standby=False) if args is not None else (STAGES, {}, {})
+    stack = Stack(settings, stages=stages, client=REPLAY, stage_replicas=per_stage, env=env)
     await stack.start()
     try:
-        return await run_replay(stack.settings_for(), stack.address, comments, timeout=timeout, wait_for_evaluations=wait_evals)
+        return await run_replay(
+            stack.settings_for(),
+            stack.address,
+            comments,
+            timeout=timeout,
+            wait_for_evaluations=wait_evals,
+            onair=bool(args is not None and getattr(args, "onair", False)),
+            timing=getattr(args, "timing", "fast"),
+            speed=getattr(args, "speed", 1.0),
+        )
     finally:
         stack.stop()
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.replay import write_jsonl
-    from kotae.services.ingest.sources import read_comment_file
+    from kotae.services.ingest.sources import read_replay_file
 
-    comments = read_comment_file(Path(args.file))  # whole file checked before anything starts
+    if args.speed <= 0:
+        raise CommandError(f"--speed must be above 0, got {args.speed}")
+    comments = read_replay_file(Path(args.file))  # whole file checked before anything starts
     if args.kb:
         from kotae.knowledge.records import load_records
 
         load_records(Path(args.kb))  # check before starting anything
     _load_kb_if_given(args.kb, settings.kb, settings)
-    result = _run(_replay_on_stack(settings, comments, args.timeout, 0.0))
+    result = _run(_replay_on_stack(settings, comments, args.timeout, 0.0, args))
     if result.missing:
         raise CommandError(
             f"{len(result.missing)} comment(s) had no outcome within {args.timeout:.0f}s: {', '.join(result.missing[:20])}"
+        )
+    if result.unaired:
+        raise CommandError(
+            f"{len(result.unaired)} verified answer(s) had no air outcome within {args.timeout:.0f}s: "
+            + ", ".join(result.unaired[:20])
         )
     text = write_jsonl(result.ordered())
     if args.out:
@@ -287,7 +445,7 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.replay import run_replay, write_jsonl
-    from kotae.services.ingest.sources import read_comment_file, read_stream
+    from kotae.services.ingest.sources import read_replay_file, read_stream
 
     if not settings.nats_url:
         raise CommandError("kotae ingest publishes to a running bus: set KOTAE_NATS_URL (see `kotae up`)")
@@ -295,12 +453,17 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         return _ingest_live(args, settings)
     if getattr(args, "speed", 1.0) <= 0:
         raise CommandError(f"--speed must be above 0, got {args.speed}")
-    comments = read_comment_file(Path(args.file)) if args.source == "replay" else list(read_stream(sys.stdin))
+    comments = read_replay_file(Path(args.file)) if args.source == "replay" else list(read_stream(sys.stdin))
     timing = getattr(args, "timing", "fast")
     result = _run(
         run_replay(
-            settings, settings.nats_url, comments, timeout=args.timeout, source=args.source,
-            timing=timing, speed=getattr(args, "speed", 1.0),
+            settings,
+            settings.nats_url,
+            comments,
+            timeout=args.timeout,
+            source=args.source,
+            timing=timing,
+            speed=getattr(args, "speed", 1.0),
         )
     )
     sys.stdout.write(write_jsonl(result.ordered()))
@@ -331,7 +494,9 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
 
         def source(js: Any) -> Any:
             async def pages() -> Any:
-                chat = YouTubeLiveChat.from_settings(settings, args.video, await KvState.open(js, settings.ingest_kv_bucket))
+                chat = YouTubeLiveChat.from_settings(
+                    settings, args.video, await KvState.open(js, settings.ingest_kv_bucket)
+                )
                 try:
                     async for page in chat.pages():
                         yield page
@@ -358,19 +523,52 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from kotae.demo_table import render
-    from kotae.services.ingest.sources import read_comment_file
+    from kotae.demo_table import render, render_air
+    from kotae.services.ingest.sources import RawComment, read_replay_file
 
     samples = _samples()
     kb_path = Path(args.kb) if args.kb else samples / "kb"
     comments_path = Path(args.comments) if args.comments else samples / "comments.jsonl"
-    comments = read_comment_file(comments_path)
+    items = read_replay_file(comments_path)
+    comments = [item for item in items if isinstance(item, RawComment)]
     _load_kb_if_given(str(kb_path), settings.kb, settings)
-    print(f"kotae demo: {len(comments)} comments from {comments_path.name}, knowledge base {kb_path.name}; starting the stack…", flush=True)
-    result = _run(_replay_on_stack(settings, comments, args.timeout, 15.0))
+    print(
+        f"kotae demo: {len(comments)} comments from {comments_path.name}, knowledge base {kb_path.name}; starting the stack…",
+        flush=True,
+    )
+    result = _run(_replay_on_stack(settings, items, args.timeout, 0.0 if args.onair else 15.0, args))
     print(render(comments, result))
+    if args.onair:
+        print()
+        print(render_air(comments, result, _slide_images(kb_path)))
     if result.missing:
         raise CommandError(f"{len(result.missing)} comment(s) had no outcome: {', '.join(result.missing)}")
+    if result.unaired:
+        raise CommandError(f"{len(result.unaired)} verified answer(s) had no air outcome: {', '.join(result.unaired)}")
+    return 0
+
+
+def _slide_images(kb_path: Path) -> dict[str, str]:
+    """Each record's slide image, as a path within the knowledge base folder where it is one."""
+    from kotae.knowledge.records import load_records
+
+    base = kb_path.resolve() if kb_path.is_dir() else kb_path.resolve().parent
+    images = {}
+    for record in load_records(kb_path):
+        if record.slide_image:
+            image = Path(record.slide_image)
+            images[record.id] = str(image.relative_to(base)) if image.is_relative_to(base) else record.slide_image
+    return images
+
+
+def cmd_onair(args: argparse.Namespace, settings: Settings) -> int:
+    from kotae.services.onair.commands import OperatorError, check, operator_settings, run_command
+
+    try:
+        check(args.action, args.target)
+        print(_run(run_command(operator_settings(settings), args.action, args.target)))
+    except OperatorError as exc:
+        raise CommandError(str(exc)) from None
     return 0
 
 
@@ -381,7 +579,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.stack import Stack
 
     async def run() -> list[Any]:
-        from kotae.bus.access import REPORT
+        from kotae.bus.permissions import REPORT
 
         stack = Stack(settings, stages=(), client=REPORT)
         stack.start_server()
@@ -406,7 +604,7 @@ def cmd_streams(args: argparse.Namespace, settings: Settings) -> int:
     """Create kotae's streams on KOTAE_NATS_URL, or bring existing ones to this version's settings."""
     import nats
 
-    from kotae.bus.access import connect_options
+    from kotae.bus.connection import connect_options
     from kotae.bus.topology import differences, ensure_streams, stream_config
     from kotae.contracts import subjects
 
@@ -423,7 +621,9 @@ def cmd_streams(args: argparse.Namespace, settings: Settings) -> int:
                 info = await js.stream_info(name)
                 left = differences(stream_config(name, settings), info.config)
                 state = "as declared" if not left else "kept (cannot change in place): " + "; ".join(left)
-                lines.append(f"{name}: {info.state.messages} messages, {', '.join(info.config.subjects or [])} — {state}")
+                lines.append(
+                    f"{name}: {info.state.messages} messages, {', '.join(info.config.subjects or [])} — {state}"
+                )
             return lines
         finally:
             await nc.close()
@@ -436,11 +636,13 @@ def cmd_streams(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.replay import run_replay, write_jsonl
     from kotae.services.evaluator.counting import summarize
-    from kotae.services.evaluator.labelled import QuestionResult, misses, read_question_set, render, score
+    from kotae.services.evaluator.labelled import read_question_set
+    from kotae.services.evaluator.scorecard import QuestionResult, follow_merges, misses, render, score
     from kotae.services.ingest.sources import RawComment
     from kotae.stack import Stack
 
-    questions = read_question_set(Path(args.file))  # every line checked before anything starts
+    files = [Path(f) for f in args.files]
+    questions = read_question_set(files)  # every line of every file checked before anything starts
     if args.kb:
         from kotae.knowledge.records import load_records
 
@@ -449,7 +651,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     versions = sorted({q.set_version for q in questions})
 
     async def run() -> list[tuple[Any, Any]]:
-        from kotae.bus.access import REPLAY
+        from kotae.bus.permissions import REPLAY
 
         stack = Stack(settings, client=REPLAY)
         await stack.start()
@@ -457,20 +659,34 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             runs = []
             for version in versions:
                 batch = [q for q in questions if q.set_version == version]
-                comments = [RawComment(id=q.id, author="kotae-eval", text=q.text, published_at=q.at) for q in batch]
+                # One viewer per question: a shared author would make each question after an ask-back
+                # read as that viewer's reply to it.
+                comments = [
+                    RawComment(id=q.id, author=f"kotae-eval:{q.id}", text=q.text, published_at=q.at) for q in batch
+                ]
                 result = await run_replay(
-                    stack.settings_for(), stack.address, comments, timeout=args.timeout, source=f"eval:{version}",
-                    wait_for_evaluations=15.0,
+                    stack.settings_for(),
+                    stack.address,
+                    comments,
+                    timeout=args.timeout,
+                    source=f"eval:{version}",
+                    wait_for_evaluations=args.evaluations_wait,
                 )
                 runs.append((batch, result))
             return runs
         finally:
             stack.stop()
 
-    print(f"kotae eval: {len(questions)} questions from {args.file}; starting the stack…", file=sys.stderr, flush=True)
+    names = ", ".join(str(f) for f in files)
+    print(f"kotae eval: {len(questions)} questions from {names}; starting the stack…", file=sys.stderr, flush=True)
     scores, results, evaluations = [], [], []
     for batch, result in _run(run()):
-        rows = [QuestionResult(q, result.records.get(q.id), result.answers.get(q.id)) for q in batch]
+        rows = follow_merges(
+            [
+                QuestionResult(q, result.records.get(q.id), result.answers.get(q.id), result.evaluations.get(q.id))
+                for q in batch
+            ]
+        )
         results += rows
         scores.append(score(rows))
         evaluations += list(result.evaluations.values())
@@ -478,7 +694,13 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         _write_atomically(Path(args.out), write_jsonl([r.as_dict() for r in results]))
         print(f"kotae: {len(results)} per-question records written to {args.out}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"sets": [s.as_dict() for s in scores], "evaluations": summarize(evaluations)}, ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                {"sets": [s.as_dict() for s in scores], "evaluations": summarize(evaluations)},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
     else:
         from kotae.services.evaluator.report import render_table
 
@@ -501,7 +723,9 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
         questions.append(row)
     kinds = {q["kind"] for q in questions}
     if kinds != {"answerable", "offtopic"}:
-        raise CommandError(f"{args.file}: needs both answerable and offtopic questions (found: {', '.join(sorted(kinds)) or 'none'})")
+        raise CommandError(
+            f"{args.file}: needs both answerable and offtopic questions (found: {', '.join(sorted(kinds)) or 'none'})"
+        )
     kb = args.kb or settings.kb
     day = date.fromisoformat(args.at) if args.at else date.today()
     retriever = Retriever(settings)
@@ -551,8 +775,30 @@ def cmd_contracts(args: argparse.Namespace, settings: Settings) -> int:
 # --- parser -------------------------------------------------------------------
 
 
+def _add_timing_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timing",
+        choices=["fast", "original"],
+        default="fast",
+        help="original: keep the gaps between published_at times",
+    )
+    p.add_argument("--speed", type=float, default=1.0, help="with --timing original: play this many times faster")
+
+
+def _add_on_request_flags(p: argparse.ArgumentParser) -> None:
+    """``--<stage>`` for each stage run only when asked (from the registry), and what they take."""
+    for name, stage in _on_request_stages().items():
+        p.add_argument(f"--{name}", action="store_true", default=False, help=f"also run {name}: {stage.description}")
+    if "onair" in _on_request_stages():
+        p.add_argument(
+            "--speech-dir", default=None, help="with --onair: also write each aired answer's audio here (WAV)"
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kotae", description="Grounded, cited, verified answers for a live stream's chat.")
+    parser = argparse.ArgumentParser(
+        prog="kotae", description="Grounded, cited, verified answers for a live stream's chat."
+    )
     parser.add_argument("--version", action="version", version=f"kotae {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -560,14 +806,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", help="knowledge base to load instead of the bundled sample")
     p.add_argument("--comments", help="comments JSONL to replay instead of the bundled sample")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for every outcome")
+    _add_on_request_flags(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("up", help="run nats-server (unless KOTAE_NATS_URL) and every stage until Ctrl-C")
     p.add_argument("--replicas", type=int, default=1, help="processes per stage")
+    _add_on_request_flags(p)
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("serve", help="run one stage (start more to scale it)")
-    p.add_argument("stage", help="retriever, reranker, generator, verifier or evaluator")
+    p.add_argument("stage", choices=list(_process_stages()), help="the stage to run")
     p.set_defaults(func=cmd_serve)
 
     kb = sub.add_parser("kb", help="knowledge base commands").add_subparsers(dest="kb_command", required=True)
@@ -590,14 +838,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", help="load this knowledge base first (idempotent)")
     p.add_argument("--out", help="write JSONL here instead of stdout")
     p.add_argument("--timeout", type=float, default=300.0)
+    _add_timing_flags(p)
+    _add_on_request_flags(p)
     p.set_defaults(func=cmd_replay)
 
-    ing = sub.add_parser("ingest", help="publish comments to a running bus").add_subparsers(dest="source", required=True)
+    p = sub.add_parser("onair", help="the on-air stage of a running stack: its status, and the operator's commands")
+    p.add_argument(
+        "action",
+        choices=["status", "skip", "next", "pause", "resume", "hold", "approve", "reject", "block", "end"],
+        help="status; skip what is on air; next: air a comment id's answer next; pause/resume; hold on|off "
+        "(nothing airs until approved); approve/reject a comment id; block an author; end the stream",
+    )
+    p.add_argument(
+        "target", nargs="?", help="on|off for hold, a comment id for next/approve/reject, an author for block"
+    )
+    p.set_defaults(func=cmd_onair)
+
+    ing = sub.add_parser("ingest", help="publish comments to a running bus").add_subparsers(
+        dest="source", required=True
+    )
     p = ing.add_parser("replay", help="a JSONL comments file")
     p.add_argument("file")
     p.add_argument("--timeout", type=float, default=300.0)
-    p.add_argument("--timing", choices=["fast", "original"], default="fast", help="original: keep the gaps between published_at times")
-    p.add_argument("--speed", type=float, default=1.0, help="with --timing original: play this many times faster")
+    _add_timing_flags(p)
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("youtube", help="a YouTube live chat, through the YouTube Data API v3, until it ends")
     p.add_argument("--video", required=True, help="the live video's id (the v= of its URL)")
@@ -608,7 +871,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("stdin", help="JSONL comments on standard input")
     p.add_argument("--timeout", type=float, default=300.0)
-    p.add_argument("--follow", action="store_true", help="publish each line as it arrives and print what ingest did, without waiting for answers")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="publish each line as it arrives and print what ingest did, without waiting for answers",
+    )
     p.set_defaults(func=cmd_ingest, file=None)
 
     p = sub.add_parser("calibrate", help="choose the retrieval gate's thresholds from labelled questions")
@@ -616,7 +883,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", default=None)
     p.add_argument("--at", default=None, help="search as of this ISO date (default: today)")
     p.add_argument("--png", default="gate-calibration.png", help="where to write the histogram")
-    p.add_argument("--offtopic-target", type=float, default=0.95, help="share of off-topic questions to leave unanswered")
+    p.add_argument(
+        "--offtopic-target", type=float, default=0.95, help="share of off-topic questions to leave unanswered"
+    )
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("contracts", help="generate (gen) or check (check) JSON Schema and AsyncAPI in contracts/")
@@ -625,15 +894,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_contracts)
 
     p = sub.add_parser("eval", help="run a labelled question set through every stage and score it")
-    p.add_argument("file", help='JSONL {"id","text","kind":"answerable"|"offtopic"[,"expected_doc_ids","expected_facts","set_version","at"]}')
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help='JSONL {"id","text","kind":"answerable"|"offtopic"|"injection"[,"expected_doc_ids","expected_facts",'
+        '"must_not_contain","note","set_version","at"]}; several files are one set (ids unique across them)',
+    )
     p.add_argument("--kb", help="load this knowledge base first (idempotent)")
     p.add_argument("--out", help="also write one JSONL record per question here")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for every outcome")
+    p.add_argument(
+        "--evaluations-wait",
+        type=float,
+        default=15.0,
+        help="seconds to wait for the evaluator's judgements once every outcome is in (a slow judge model needs more)",
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("streams", help="create the streams on KOTAE_NATS_URL or bring them to this version's settings")
     p.set_defaults(func=cmd_streams)
+
+    nats_cmd = sub.add_parser("nats", help="NATS users of a deployment: passwords or .creds files").add_subparsers(
+        dest="action", required=True
+    )
+    p = nats_cmd.add_parser(
+        "passwords", help="print NATS_PASSWORD_<USER>=<random> for every service user (compose's .env)"
+    )
+    p.add_argument("--out", help="write them to this file (created 0600; an existing file is left alone)")
+    p.set_defaults(func=cmd_nats)
+    p = nats_cmd.add_parser(
+        "creds", help="a .creds file per service user, its permissions in the JWT (servers on JWT accounts)"
+    )
+    p.add_argument(
+        "--account-seed", required=True, help="file holding the seed (SA…) of the account that signs the users"
+    )
+    p.add_argument("--account", help="the account's public key, when --account-seed is one of its signing keys")
+    p.add_argument("--out", required=True, help="folder for <user>.creds (created 0600; existing files are left alone)")
+    p.set_defaults(func=cmd_nats)
 
     p = sub.add_parser("report", help="the evaluator's aggregate tables")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -643,7 +942,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from kotae.bus.edge import TransientError
+    from kotae.faults import TransientError
     from kotae.knowledge.embeddings import EmbeddingMismatch
     from kotae.knowledge.records import KnowledgeBaseError
     from kotae.logs import configure_logging
@@ -659,11 +958,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "name", None) is None and args.func is cmd_kb_load:
         args.name = settings.kb
     if args.func is not cmd_serve:
-        configure_logging(settings.model_copy(update={"log_level": "warning"}) if settings.log_level == "info" else settings)
+        configure_logging(
+            settings.model_copy(update={"log_level": "warning"}) if settings.log_level == "info" else settings
+        )
     try:
         return args.func(args, settings)
     except (
-        CommandError, KnowledgeBaseError, CommentInputError, TransientError, EmbeddingMismatch, QuestionSetError, SettingsError
+        CommandError,
+        KnowledgeBaseError,
+        CommentInputError,
+        TransientError,
+        EmbeddingMismatch,
+        QuestionSetError,
+        SettingsError,
     ) as exc:
         print(f"kotae: {exc}", file=sys.stderr)
         return EXIT_FAILED

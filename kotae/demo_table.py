@@ -6,7 +6,10 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
+from kotae.contracts import subjects
 from kotae.replay import ReplayResult
+
+FINAL = frozenset(subjects.AIR_OUTCOMES)
 
 WIDTH = 100
 
@@ -87,4 +90,53 @@ def render(comments: list[Any], result: ReplayResult) -> str:
                 f"evaluator ({next(iter(result.evaluations.values())).method}): faithfulness {num:.0f}/{den:.0f} claims supported "
                 f"over {len(faith)} verified answers; {len(result.evaluations)} answers scored"
             )
+    return "\n".join(rows)
+
+
+def slide_image_of(event: Any, images: dict[str, str]) -> str | None:
+    """The slide image shown with an airing: that of the cited document whose slide is the answer's
+    (the top-1 document's), from ``images`` (record id -> image)."""
+    cited = [c.doc_id for c in event.citations if c.slide == event.slide] + [c.doc_id for c in event.citations]
+    return next((images[doc] for doc in cited if doc in images), None)
+
+
+def render_air(comments: list[Any], result: ReplayResult, images: dict[str, str] | None = None) -> str:
+    """What ``kotae demo --onair`` adds: what aired, in order on the voice's timeline, and why the rest did not.
+
+    ``images``: each knowledge-base record's slide image, shown under what aired with it."""
+    air = result.air or {}
+    names = {raw.id: raw.author for raw in comments}
+    aired, rest = [], []
+    for cid in dict.fromkeys(raw.id for raw in comments):
+        events = air.get(cid) or []
+        final = next((e for e in reversed(events) if e.event in FINAL), None)
+        if final is None:
+            continue
+        started = [e for e in events if e.event == "started"]
+        (aired if started else rest).append((cid, started, final))
+    aired.sort(key=lambda item: item[1][0].started_at or item[1][0].created_at)
+    rows = ["On air, in order (t: seconds after the first answer went on air):", "─" * WIDTH]
+    first = aired[0][1][0].started_at if aired else None
+    for cid, started, final in aired:
+        last = started[-1]
+        t = (last.started_at - first).total_seconds() if first and last.started_at else 0.0
+        audio = f"{last.audio_ms / 1000:.1f}s" if last.audio_ms else "text"
+        extra = len(last.askers) - 1
+        who = names.get(cid, "") + (f" +{extra} asked the same" if extra > 0 else "")
+        tier = "superchat " if last.tier == "superchat" else ""
+        rows.append(f"{t:6.1f}  {_pad(cid, 6)} {_pad(final.event, 9)} {_pad(audio, 6)} {tier}{_clip(who, 40)}")
+        rows.append(f"{' ' * 8}→ {_clip(last.answer or '', WIDTH - 10)}")
+        image = slide_image_of(last, images or {})
+        if image:
+            rows.append(f"{' ' * 8}  slide {last.slide}: {_clip(image, WIDTH - 20)}")
+        if final.event != "finished" or final.reason:
+            rows.append(f"{' ' * 10}({_clip(final.reason or '', WIDTH - 12)})")
+    rows.append("Not aired:")
+    for cid, _, final in rest:
+        rows.append(f"  {_pad(cid, 6)} {_pad(final.event, 14)} {_clip(final.reason or '', WIDTH - 24)}")
+    counts = Counter(final.event for _, _, final in aired + rest)
+    rows.append("─" * WIDTH)
+    rows.append(
+        f"{len(aired) + len(rest)} verified answers: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    )
     return "\n".join(rows)

@@ -11,10 +11,8 @@ ConfigMap) and secrets never land in it. A test checks that every setting of
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from pydantic import SecretStr
 from pydantic_core import PydanticUndefined
 
 from kotae.settings import ENV_PREFIX, Settings

@@ -33,7 +33,9 @@ def configure_logging(settings: Settings, *, service: str | None = None, stream:
         fmt = "console" if getattr(out, "isatty", lambda: False)() else "json"
     level = getattr(logging, settings.log_level.upper())
     renderer: Any = (
-        structlog.dev.ConsoleRenderer(colors=False) if fmt == "console" else structlog.processors.JSONRenderer(ensure_ascii=False)
+        structlog.dev.ConsoleRenderer(colors=False)
+        if fmt == "console"
+        else structlog.processors.JSONRenderer(ensure_ascii=False)
     )
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
@@ -50,7 +52,9 @@ def configure_logging(settings: Settings, *, service: str | None = None, stream:
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=max(level, logging.WARNING), stream=out, format="%(name)s %(levelname)s %(message)s", force=True)
+    logging.basicConfig(
+        level=max(level, logging.WARNING), stream=out, format="%(name)s %(levelname)s %(message)s", force=True
+    )
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

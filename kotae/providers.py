@@ -11,17 +11,21 @@ that speaks OpenAI's chat completions). Every call:
   of comments queues here instead of tripping the provider's rate limit;
 * is a client span with the OpenTelemetry ``gen_ai.*`` attributes (model,
   tokens in and out) and comes back as a :class:`Completion` that stages copy
-  into their messages as a :class:`~kotae.contracts.ModelCall`.
+  into their messages as a :class:`~kotae.contracts.ModelCall`;
+* is counted in ``kotae_model_requests_total`` by what came back (``ok``,
+  ``429``, ``5xx``, ``timeout``, ...), so the failures a redelivery later hides
+  from the messages still show as a rate.
 
 A reply that arrives but cannot be used (not the JSON asked for) raises
 :class:`BadReply`; stages decide whether to ask again, degrade or fail closed.
+How a reply is read (JSON in a fence, numbers as strings, citation variants) is
+:mod:`kotae.model_reply`, shared by every stage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 import weakref
 from collections.abc import Iterator
@@ -29,11 +33,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from kotae.bus.edge import TransientError
+from kotae import metrics
 from kotae.contracts import ModelCall
+from kotae.faults import TransientError
 from kotae.settings import Settings
 
 tracer = trace.get_tracer("kotae.providers")
@@ -59,6 +65,8 @@ class Completion:
     output_tokens: int | None = None
     latency_ms: float = 0.0
     provider: str = ""
+    #: Why the model stopped: "stop", or "length" when ``max_tokens`` cut the reply short.
+    finish_reason: str | None = None
 
     def call(self, stage: str, prompt_version: str | None = None, *, outcome: str = "ok") -> ModelCall:
         """This completion as the record a message carries."""
@@ -83,7 +91,7 @@ class _Call:
 
 
 # Models whose async client is open, closed together when a stage stops (close_models).
-_open_models: "weakref.WeakValueDictionary[int, ChatModel]" = weakref.WeakValueDictionary()
+_open_models: weakref.WeakValueDictionary[int, ChatModel] = weakref.WeakValueDictionary()
 
 
 async def close_models() -> None:
@@ -141,20 +149,42 @@ class ChatModel:
         base_url: str | None = None,
         concurrency: int = 8,
         http: str = "aiohttp",
-    ) -> "ChatModel":
+    ) -> ChatModel:
         provider, sep, rest = spec.partition(":")
         if not sep or not rest:
             raise ModelSpecError(f"{setting}={spec!r}: {_SPEC_HELP}")
         if provider in ("openai", "anthropic"):
-            return cls(provider, rest, base_url=base_url, api_key=api_key, timeout_s=timeout_s, concurrency=concurrency, http=http)
+            return cls(
+                provider,
+                rest,
+                base_url=base_url,
+                api_key=api_key,
+                timeout_s=timeout_s,
+                concurrency=concurrency,
+                http=http,
+            )
         if provider == "compatible" and "|" in rest:
             base, model = rest.rsplit("|", 1)
             if base and model:
-                return cls(provider, model, base_url=base, api_key=api_key, timeout_s=timeout_s, concurrency=concurrency, http=http)
+                return cls(
+                    provider,
+                    model,
+                    base_url=base,
+                    api_key=api_key,
+                    timeout_s=timeout_s,
+                    concurrency=concurrency,
+                    http=http,
+                )
         raise ModelSpecError(f"{setting}={spec!r}: {_SPEC_HELP}")
 
     @classmethod
-    def from_settings(cls, settings: Settings, spec: str, *, setting: str) -> "ChatModel":
+    def configured(cls, settings: Settings, field: str) -> ChatModel | None:
+        """The chat model the setting ``field`` names (e.g. ``reranker_model``), or None when it is unset."""
+        spec = getattr(settings, field)
+        return cls.from_settings(settings, spec, setting=f"KOTAE_{field.upper()}") if spec else None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, spec: str, *, setting: str) -> ChatModel:
         """The model ``spec`` with the key, gateway, timeout and concurrency limit from settings."""
         anthropic = spec.startswith("anthropic:")
         key = settings.anthropic_api_key if anthropic else settings.openai_api_key
@@ -206,7 +236,12 @@ class ChatModel:
         SDK's aiohttp transport (docs/benchmarks.md, Capacity). The SDK still builds
         the request, applies the timeout and raises its own errors on either.
         """
-        options: dict[str, Any] = {"api_key": self.api_key or "unset", "base_url": self.base_url, "timeout": self.timeout_s, "max_retries": 0}
+        options: dict[str, Any] = {
+            "api_key": self.api_key or "unset",
+            "base_url": self.base_url,
+            "timeout": self.timeout_s,
+            "max_retries": 0,
+        }
         if self.provider == "anthropic":
             import anthropic as sdk
         else:
@@ -223,7 +258,12 @@ class ChatModel:
         if self.provider == "anthropic":
             # This SDK's messages API takes no temperature; the model's default applies.
             # Anthropic has no JSON switch: the prompt asks for JSON and the stage parses it.
-            return {"model": self.model, "system": system, "max_tokens": max_tokens, "messages": [{"role": "user", "content": user}]}
+            return {
+                "model": self.model,
+                "system": system,
+                "max_tokens": max_tokens,
+                "messages": [{"role": "user", "content": user}],
+            }
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
@@ -251,19 +291,36 @@ class ChatModel:
         data = json.loads(body)  # not JSON: a BadReply, through _translate
         try:
             if self.provider == "anthropic":
-                text = "".join(block.get("text") or "" for block in data["content"] if block.get("type", "text") == "text")
+                text = "".join(
+                    block.get("text") or "" for block in data["content"] if block.get("type", "text") == "text"
+                )
                 usage = data.get("usage") or {}
+                stop = data.get("stop_reason")
                 return Completion(
-                    text, str(data.get("model") or self.model), usage.get("input_tokens"), usage.get("output_tokens"), latency, self.provider
+                    text,
+                    str(data.get("model") or self.model),
+                    usage.get("input_tokens"),
+                    usage.get("output_tokens"),
+                    latency,
+                    self.provider,
+                    "length" if stop == "max_tokens" else stop,
                 )
             choices = data["choices"]
             text = (choices[0]["message"].get("content") or "") if choices else ""
             usage = data.get("usage") or {}
             return Completion(
-                text, str(data.get("model") or self.model), usage.get("prompt_tokens"), usage.get("completion_tokens"), latency, self.provider
+                text,
+                str(data.get("model") or self.model),
+                usage.get("prompt_tokens"),
+                usage.get("completion_tokens"),
+                latency,
+                self.provider,
+                choices[0].get("finish_reason") if choices else None,
             )
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise BadReply(f"{self.name}: response body without the expected fields ({type(exc).__name__}: {exc})") from None
+            raise BadReply(
+                f"{self.name}: response body without the expected fields ({type(exc).__name__}: {exc})"
+            ) from None
 
     def _translate(self, exc: Exception) -> Exception:
         """SDK exceptions → ModelUnavailable (worth retrying later) or BadReply; others unchanged."""
@@ -282,7 +339,9 @@ class ChatModel:
             if exc.status_code >= 500 or exc.status_code in (408, 409, 429, 529):
                 return ModelUnavailable(f"{self.name}: HTTP {exc.status_code}")
             return exc
-        if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, anthropic.APIResponseValidationError)):
+        if isinstance(
+            exc, (json.JSONDecodeError, openai.APIResponseValidationError, anthropic.APIResponseValidationError)
+        ):
             return BadReply(f"{self.name}: unreadable response body: {type(exc).__name__}")
         if "timeout" in type(exc).__name__.lower():
             return ModelUnavailable(f"{self.name}: timeout after {self.timeout_s}s")
@@ -319,19 +378,22 @@ class ChatModel:
 
     @contextmanager
     def _observed(self, max_tokens: int, temperature: float) -> Iterator[_Call]:
-        """One call as a span; SDK faults come out as ModelUnavailable or BadReply."""
+        """One call as a span and a counted request; SDK faults come out as ModelUnavailable or BadReply."""
         span = self._span_start(max_tokens, temperature)
         call = _Call(started=time.perf_counter())
+        status = "ok"
         try:
             with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                 yield call
         except Exception as exc:
+            status = request_status(exc)
             call.error = self._translate(exc)
             if call.error is exc:
                 raise
             raise call.error from exc
         finally:
             self._span_end(span, call.result, call.error)
+            metrics.MODEL_REQUESTS.labels(_calling_stage(), self.name, status).inc()
 
     async def acomplete(
         self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False
@@ -355,28 +417,31 @@ class ChatModel:
         return call.result
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.I)
+def request_status(exc: Exception) -> str:
+    """What a failed model request came back with, as ``kotae_model_requests_total`` labels it.
 
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object a model replied with, tolerating a code fence or words around it.
-
-    Example::
-
-        >>> parse_json_object('```json\\n{"ids": [2, 1]}\\n```')
-        {'ids': [2, 1]}
+    ``429`` and ``5xx`` (529 included: Anthropic's "overloaded") are the provider
+    refusing or failing, ``timeout`` and ``connection`` the provider not answering,
+    ``4xx`` a request it will never accept (a revoked key, a wrong model name),
+    ``bad_reply`` a body that is not a usable reply.
     """
-    body = _FENCE.sub("", text.strip())
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        start, end = body.find("{"), body.rfind("}")
-        if start < 0 or end <= start:
-            raise BadReply(f"no JSON object in the reply: {text[:120]!r}") from None
-        try:
-            value = json.loads(body[start : end + 1])
-        except json.JSONDecodeError as exc:
-            raise BadReply(f"unparseable JSON in the reply ({exc.msg}): {text[:120]!r}") from None
-    if not isinstance(value, dict):
-        raise BadReply(f"expected a JSON object, got {type(value).__name__}: {text[:120]!r}")
-    return value
+    import anthropic
+    import openai
+
+    if isinstance(exc, (BadReply, json.JSONDecodeError, openai.APIResponseValidationError)):
+        return "bad_reply"
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return "bad_reply"
+    if isinstance(exc, (openai.APIStatusError, anthropic.APIStatusError)):
+        code = exc.status_code
+        return "429" if code == 429 else "5xx" if code >= 500 else "4xx"
+    if "timeout" in type(exc).__name__.lower():
+        return "timeout"
+    if isinstance(exc, (openai.APIConnectionError, anthropic.APIConnectionError)):
+        return "connection"
+    return "error"
+
+
+def _calling_stage() -> str:
+    """The stage whose message is being handled: the bus edge binds it for that message's log lines."""
+    return str(structlog.contextvars.get_contextvars().get("stage", ""))

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from kotae.citations import cited_numbers, citation_check, numbered_blocks, strip_markers
+from kotae.citations import citation_check, cited_numbers, numbered_blocks, strip_markers
 from kotae.contracts import Evidence, FaqEvidence
 
 DOCS = [
-    Evidence(doc_id="childcare", chunk_id="childcare#a", title="保育", text="保育料は無料です。", source="p.4", slide=4, lang="ja"),
+    Evidence(
+        doc_id="childcare",
+        chunk_id="childcare#a",
+        title="保育",
+        text="保育料は無料です。",
+        source="p.4",
+        slide=4,
+        lang="ja",
+    ),
     Evidence(doc_id="bus", chunk_id="bus#b", title="バス", text="運賃は150円です。", source="p.6", slide=6, lang="ja"),
 ]
 FAQ = [FaqEvidence(faq_id="faq-lunch", question="給食費は？", answer="無料です。", source="FAQ", slide=10, lang="ja")]

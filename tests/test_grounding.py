@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from kotae.grounding import SUPPORT_THRESHOLD, support
 
-EVIDENCE_JA = ["0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。第2子以降の保育料は無料にします。"]
+EVIDENCE_JA = [
+    "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。第2子以降の保育料は無料にします。"
+]
 EVIDENCE_EN = ["A ride on the Minato Loop community bus will cost adults a flat 150 yen. Children ride free."]
 
 

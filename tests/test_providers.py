@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import pytest
+import structlog
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import REGISTRY
 
 from kotae import providers
-from kotae.providers import BadReply, ChatModel, ModelSpecError, ModelUnavailable, parse_json_object
+from kotae.providers import BadReply, ChatModel, ModelSpecError, ModelUnavailable
 from kotae.settings import load_settings
-
 from tests.fakes.model_server import FakeModelServer
 
 
@@ -28,13 +28,17 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
 
 
 def compatible(fake: FakeModelServer, **kw: object) -> ChatModel:
-    return ChatModel.from_spec(f"compatible:{fake.url}/v1|local-model", setting="KOTAE_GENERATOR_MODEL", timeout_s=2.0, **kw)  # type: ignore[arg-type]
+    return ChatModel.from_spec(
+        f"compatible:{fake.url}/v1|local-model", setting="KOTAE_GENERATOR_MODEL", timeout_s=2.0, **kw
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])
 async def test_openai_wire_json_mode_usage_and_gen_ai_span(http: str, spans: InMemorySpanExporter) -> None:
     with FakeModelServer('{"ids": [2]}') as fake:
-        reply = await compatible(fake, http=http).acomplete(system="rules", user="question", max_tokens=50, json_mode=True)
+        reply = await compatible(fake, http=http).acomplete(
+            system="rules", user="question", max_tokens=50, json_mode=True
+        )
     assert reply.text == '{"ids": [2]}'
     assert (reply.input_tokens, reply.output_tokens) == (11, 7)
     sent = fake.requests[0]
@@ -51,13 +55,22 @@ async def test_openai_wire_json_mode_usage_and_gen_ai_span(http: str, spans: InM
     assert attrs["gen_ai.usage.input_tokens"] == 11
     assert attrs["gen_ai.usage.output_tokens"] == 7
     call = reply.call("reranker", "rerank.v1")
-    assert (call.model, call.prompt_version, call.input_tokens, call.output_tokens) == ("compatible:local-model", "rerank.v1", 11, 7)
+    assert (call.model, call.prompt_version, call.input_tokens, call.output_tokens) == (
+        "compatible:local-model",
+        "rerank.v1",
+        11,
+        7,
+    )
 
 
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])
-async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(http: str, spans: InMemorySpanExporter) -> None:
+async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(
+    http: str, spans: InMemorySpanExporter
+) -> None:
     with FakeModelServer("こんにちは") as fake:
-        model = ChatModel.from_spec("anthropic:claude-test", setting="KOTAE_GENERATOR_MODEL", base_url=fake.url, api_key="k", http=http)
+        model = ChatModel.from_spec(
+            "anthropic:claude-test", setting="KOTAE_GENERATOR_MODEL", base_url=fake.url, api_key="k", http=http
+        )
         reply = await model.acomplete(system="rules", user="question", json_mode=True)
     assert reply.text == "こんにちは"
     sent = fake.requests[0]
@@ -71,7 +84,9 @@ async def test_anthropic_wire_takes_the_system_prompt_apart_and_reports_usage(ht
 
 @pytest.mark.parametrize("http", ["aiohttp", "httpx"])
 @pytest.mark.parametrize("fault", ["429", "500", "503", "timeout"])
-async def test_transient_faults_become_model_unavailable_without_sdk_retries(fault: str, http: str, spans: InMemorySpanExporter) -> None:
+async def test_transient_faults_become_model_unavailable_without_sdk_retries(
+    fault: str, http: str, spans: InMemorySpanExporter
+) -> None:
     with FakeModelServer(fault, timeout_sleep_s=1.5) as fake:
         model = ChatModel.from_spec(f"compatible:{fake.url}/v1|m", setting="KOTAE_X", timeout_s=0.5, http=http)
         with pytest.raises(ModelUnavailable):
@@ -79,6 +94,26 @@ async def test_transient_faults_become_model_unavailable_without_sdk_retries(fau
     assert len(fake.requests) == 1  # one attempt: retrying is the bus's job, with backoff
     (span,) = spans.get_finished_spans()
     assert not span.status.is_ok
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "status"),
+    [("ok", "ok"), ("429", "429"), ("500", "5xx"), ("503", "5xx"), ("timeout", "timeout"), ("garbage", "bad_reply")],
+)
+async def test_every_request_is_counted_by_what_came_back_for_the_stage_handling_the_message(
+    behaviour: str, status: str
+) -> None:
+    """Failed requests that a redelivery retries appear in no message; this counter is where their rate shows."""
+    with FakeModelServer(behaviour, timeout_sleep_s=1.5) as fake:
+        model = ChatModel.from_spec(f"compatible:{fake.url}/v1|counted", setting="KOTAE_X", timeout_s=0.5)
+        labels = {"stage": "reranker", "model": "compatible:counted", "status": status}
+        before = REGISTRY.get_sample_value("kotae_model_requests_total", labels) or 0.0
+        with structlog.contextvars.bound_contextvars(stage="reranker"):  # as the bus edge binds it per message
+            try:
+                await model.acomplete(system="s", user="u")
+            except (ModelUnavailable, BadReply):
+                pass
+    assert REGISTRY.get_sample_value("kotae_model_requests_total", labels) == before + 1
 
 
 @pytest.mark.parametrize("fault", ["garbage", "truncated"])
@@ -119,7 +154,9 @@ async def test_a_burst_of_calls_opening_connections_at_once_all_succeed(http: st
     """A stage starting a few dozen model calls at once opens that many connections; none is lost."""
     with FakeModelServer("ok", delay_s=0.2) as fake:
         model = compatible(fake, concurrency=96, http=http)
-        replies = await asyncio.gather(*(model.acomplete(system="s", user=str(i)) for i in range(96)), return_exceptions=True)
+        replies = await asyncio.gather(
+            *(model.acomplete(system="s", user=str(i)) for i in range(96)), return_exceptions=True
+        )
     failures = [r for r in replies if isinstance(r, Exception)]
     assert not failures, f"{len(failures)} of 96 calls failed, first: {failures[0]!r}"
     assert len(fake.requests) == 96
@@ -145,11 +182,29 @@ def test_the_blocking_form_speaks_the_same_wire() -> None:
 
 def test_from_settings_takes_key_gateway_timeout_and_limit() -> None:
     settings = load_settings(
-        openai_api_key="sk-test", openai_base_url="http://gw/v1", model_timeout_s=4, model_concurrency=3, model_http="httpx"
+        openai_api_key="sk-test",
+        openai_base_url="http://gw/v1",
+        model_timeout_s=4,
+        model_concurrency=3,
+        model_http="httpx",
     )
     model = ChatModel.from_settings(settings, "openai:gpt-test", setting="KOTAE_GENERATOR_MODEL")
-    assert (model.provider, model.model, model.api_key, model.base_url, model.timeout_s, model.concurrency, model.http) == (
-        "openai", "gpt-test", "sk-test", "http://gw/v1", 4, 3, "httpx",
+    assert (
+        model.provider,
+        model.model,
+        model.api_key,
+        model.base_url,
+        model.timeout_s,
+        model.concurrency,
+        model.http,
+    ) == (
+        "openai",
+        "gpt-test",
+        "sk-test",
+        "http://gw/v1",
+        4,
+        3,
+        "httpx",
     )
 
 
@@ -157,22 +212,3 @@ def test_from_settings_takes_key_gateway_timeout_and_limit() -> None:
 def test_a_bad_model_setting_names_the_variable(spec: str) -> None:
     with pytest.raises(ModelSpecError, match="KOTAE_GENERATOR_MODEL"):
         ChatModel.from_spec(spec, setting="KOTAE_GENERATOR_MODEL")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ('{"ids": [1, 2]}', {"ids": [1, 2]}),
-        ('```json\n{"ids": []}\n```', {"ids": []}),
-        ('Here you go: {"verdict": 0, "findings": []} hope it helps', {"verdict": 0, "findings": []}),
-    ],
-)
-def test_parse_json_object_tolerates_fences_and_chatter(text: str, expected: dict) -> None:
-    assert parse_json_object(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "[1, 2]", "ids: 1", '{"ids": [1,'])
-def test_parse_json_object_refuses_anything_else(text: str) -> None:
-    with pytest.raises(BadReply):
-        parse_json_object(text)
-    assert json.dumps(text)  # the message is printable

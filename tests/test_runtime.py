@@ -39,11 +39,14 @@ def test_a_stage_process_freezes_what_start_up_built_with_its_model_sdk_loaded(t
     probe = (
         "import gc, sys\n"
         "from kotae.runtime import settle_heap\n"
+        "from kotae.services.generator import STAGE\n"
         "from kotae.settings import load_settings\n"
         "settings = load_settings(data_dir=sys.argv[1], generator_model='anthropic:claude-x', anthropic_api_key='k')\n"
-        "print(settle_heap('generator', settings), gc.get_freeze_count(), 'anthropic' in sys.modules)\n"
+        "print(settle_heap(STAGE, settings), gc.get_freeze_count(), 'anthropic' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout.split()
     frozen, count, sdk_loaded = int(out[0]), int(out[1]), out[2]
     assert frozen == count > 10_000  # the SDK alone brings tens of thousands of objects
     assert sdk_loaded == "True"  # loaded before the freeze, not on the first model call

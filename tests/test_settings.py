@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from kotae.settings import SettingsError, load_settings
+from kotae.settings import Settings, SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -17,16 +18,26 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-def test_defaults_load() -> None:
-    s = load_settings()
-    assert s.data_dir == Path(".kotae")
-    assert s.kb == "default" and s.stream_id == "default"
-    assert s.gate_answer == 0.30 and s.gate_clarify == 0.20  # calibrated on the bundled sample (docs/benchmarks.md)
-    assert s.embedding_model == "use-multilingual-v3" and s.qdrant_url is None
-    assert s.top_k == 8 and s.top_faq == 3 and s.top_n == 3
-    assert s.max_answer_sentences == 2
-    assert s.nats_url is None
-    assert s.kb_dir == Path(".kotae") / "kb"
+README = Path(__file__).resolve().parents[1] / "README.md"
+_ROW = re.compile(r"^\| `(KOTAE_[A-Z0-9_]+)` \| `([^`]*)` \|", re.M)
+
+
+def test_every_default_the_readme_documents_is_the_default_the_settings_have() -> None:
+    """The configuration table is what users read: a default changed in code must change there too."""
+    documented = _ROW.findall(README.read_text(encoding="utf-8"))
+    assert len(documented) >= 15, "the README's configuration table was not found"
+    defaults = load_settings()
+    for variable, text in documented:
+        if "<" in text:  # a default derived from another setting, e.g. _INBOX_<user>
+            continue
+        field = variable.removeprefix("KOTAE_").lower()
+        assert field in Settings.model_fields, f"README documents {variable}, which is not a setting"
+        value = getattr(defaults, field)
+        shown = value.get_secret_value() if hasattr(value, "get_secret_value") else value
+        if isinstance(shown, float):
+            assert float(text) == shown, f"{variable}: README says {text}, the default is {shown}"
+        else:
+            assert text == str(shown), f"{variable}: README says {text}, the default is {shown}"
 
 
 def test_environment_variables_are_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -79,3 +90,31 @@ def test_equal_gates_are_allowed() -> None:
 def test_settings_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         load_settings(gate_answer=2)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        ("KOTAE_ONAIR_VOICE", "espeak", "expected openjtalk, voicevox:<base_url>|<speaker id>"),
+        ("KOTAE_ONAIR_VOICE", "voicevox:localhost:50021|3", "expected openjtalk"),
+        ("KOTAE_ONAIR_ENGLISH_VOICE", "en us", "should match pattern"),
+        ("KOTAE_ONAIR_VOICE_RETRIES", "-1", "greater than or equal to 0"),
+        ("KOTAE_ONAIR_VOICE_TIMEOUT_S", "0", "greater than 0"),
+        ("KOTAE_ONAIR_VOICE_CONCURRENCY", "0", "greater than or equal to 1"),
+        ("KOTAE_ONAIR_PRESYNTH", "many", "valid integer"),
+    ],
+)
+def test_a_bad_speech_setting_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, problem: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert f"{variable}: " in str(err.value) and problem in str(err.value)
+
+
+def test_the_speech_settings_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOTAE_ONAIR_VOICE", "voicevox:http://127.0.0.1:10101|888753760")  # AivisSpeech's port
+    monkeypatch.setenv("KOTAE_ONAIR_PRESYNTH", "5")
+    s = load_settings()
+    assert s.onair_voice == "voicevox:http://127.0.0.1:10101|888753760" and s.onair_presynth == 5

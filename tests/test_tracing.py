@@ -16,7 +16,9 @@ from kotae.tracing import build_tracer_provider
 def test_a_process_without_an_exporter_records_nothing_but_passes_the_trace_id_on(tmp_path: Path) -> None:
     quiet = build_tracer_provider("ingest", load_settings(data_dir=tmp_path))
     exported = InMemorySpanExporter()
-    loud = build_tracer_provider("retriever", load_settings(data_dir=tmp_path), processors=[SimpleSpanProcessor(exported)])
+    loud = build_tracer_provider(
+        "retriever", load_settings(data_dir=tmp_path), processors=[SimpleSpanProcessor(exported)]
+    )
 
     with quiet.get_tracer("t").start_as_current_span("comment") as root:
         assert not root.is_recording()
@@ -56,6 +58,9 @@ def test_each_process_runs_the_trace_middleware_its_provider_calls_for(tmp_path:
     settings = load_settings(data_dir=tmp_path)
     quiet = make_broker(settings, tracer_provider=build_tracer_provider("reranker", settings))
     exported = InMemorySpanExporter()
-    loud = make_broker(settings, tracer_provider=build_tracer_provider("reranker", settings, processors=[SimpleSpanProcessor(exported)]))
+    loud = make_broker(
+        settings,
+        tracer_provider=build_tracer_provider("reranker", settings, processors=[SimpleSpanProcessor(exported)]),
+    )
     assert list(quiet.middlewares) == [TraceContextMiddleware]
     assert [type(m) for m in loud.middlewares] == [NatsTelemetryMiddleware]

@@ -8,9 +8,12 @@ Per stage: a Deployment (probes on /metrics, resources, settings from the
 ``kotae-secrets`` Secret, the password of that stage's own NATS user from
 ``kotae-nats``), a Service
 for Prometheus, and a KEDA ScaledObject that scales the stage on its JetStream
-consumer's lag. Once per release: a Job running ``kotae streams`` as the
+consumer's lag (a stage that runs a service instead, such as the on-air stage with its
+lease, keeps the fixed number of replicas its declaration asks for). Once per release: a Job running ``kotae streams`` as the
 ``streams`` user, the only service login that may change a stream, so a new
-version's stream settings reach the cluster (stages only create missing ones). The NATS users and their permissions come from kotae.bus.access,
+version's stream settings reach the cluster (stages only create missing ones). Every stage
+that consumes gets these objects, from its declaration (kotae.services.STAGES: its consumer,
+resources and ports). The NATS users and their permissions come from kotae.bus.permissions,
 which the embedded server uses too; the Helm values, the cluster node's config and the
 single server of deploy/compose.yaml all carry the same ones. A test rebuilds the files
 and checks they are current.
@@ -23,9 +26,11 @@ from typing import Any
 
 import yaml
 
-from kotae.bus.access import STREAMS, password_variable, render_conf, service_users, user_entries
-from kotae.bus.access import stage_subjects  # noqa: F401  (the manifests test checks the users against it)
-from kotae.settings import Settings
+from kotae.bus.permissions import STREAMS
+from kotae.bus.server_conf import password_variable, render_conf, user_entries
+from kotae.nats_users import deployment_users
+from kotae.services import STAGES
+from kotae.stage import Stage
 
 OUT = Path(__file__).parent / "stages.yaml"
 NATS_VALUES = Path(__file__).parent / "nats-values.yaml"
@@ -48,14 +53,8 @@ CLIENT_TLS_ENV = [
 CLIENT_TLS_VOLUME = {"name": "nats-tls", "secret": {"secretName": NATS_CLIENT_TLS}}
 CLIENT_TLS_MOUNT = {"name": "nats-tls", "mountPath": CLIENT_TLS_DIR, "readOnly": True}
 
-# stage → (JetStream stream, durable consumer, requests cpu/mem, limits cpu/mem, min, max replicas, lag per replica)
-STAGES: dict[str, tuple[str, str, str, str, str, str, int, int, int]] = {
-    "retriever": ("KOTAE_COMMENTS", "retriever", "500m", "1Gi", "2", "2Gi", 1, 4, 50),
-    "reranker": ("KOTAE_PIPELINE", "reranker", "250m", "768Mi", "1", "1536Mi", 1, 6, 30),
-    "generator": ("KOTAE_PIPELINE", "generator", "100m", "256Mi", "1", "512Mi", 1, 10, 20),
-    "verifier": ("KOTAE_PIPELINE", "verifier", "250m", "512Mi", "1", "1Gi", 1, 10, 20),
-    "evaluator": ("KOTAE_ANSWERS", "evaluator", "100m", "384Mi", "1", "768Mi", 1, 3, 200),
-}
+#: The stages that run as Deployments: every declared stage that consumes.
+DEPLOYED: tuple[Stage, ...] = tuple(stage for stage in STAGES if stage.runs_as_process)
 
 OVERRIDES = {
     "KOTAE_NATS_URL": NATS_URL,
@@ -68,16 +67,16 @@ OVERRIDES = {
 }
 
 
-def deployment(stage: str, spec: tuple[str, str, str, str, str, str, int, int, int]) -> dict[str, Any]:
-    _, _, req_cpu, req_mem, lim_cpu, lim_mem, min_r, _, _ = spec
+def deployment(declared: Stage) -> dict[str, Any]:
+    stage, res = declared.name, declared.resources
     labels = {"app.kubernetes.io/name": "kotae", "app.kubernetes.io/component": stage}
     probe = {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10, "timeoutSeconds": 3}
     env = [{"name": k, "value": v} for k, v in OVERRIDES.items()]
     env.append({"name": "KOTAE_SERVICE_NAME", "value": f"kotae-{stage}"})
     ports = [{"name": "metrics", "containerPort": 9100}]
-    if stage == "evaluator":  # the rolling quality rates come from their own registry and port
-        env.append({"name": "KOTAE_EVALUATOR_METRICS_PORT", "value": "9101"})
-        ports.append({"name": "rates", "containerPort": 9101})
+    for extra in declared.extra_ports:  # e.g. the evaluator's rolling quality rates, from their own registry
+        env.append({"name": extra.setting, "value": str(extra.port)})
+        ports.append({"name": extra.name, "containerPort": extra.port})
     env.append({"name": "KOTAE_NATS_USER", "value": stage})
     env.append({"name": "KOTAE_NATS_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "kotae-nats", "key": stage}}})
     env += CLIENT_TLS_ENV
@@ -86,11 +85,14 @@ def deployment(stage: str, spec: tuple[str, str, str, str, str, str, int, int, i
         "kind": "Deployment",
         "metadata": {"name": f"kotae-{stage}", "namespace": NAMESPACE, "labels": labels},
         "spec": {
-            "replicas": min_r,
+            "replicas": res.min_replicas,
             "selector": {"matchLabels": labels},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {
-                "metadata": {"labels": labels, "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9100"}},
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9100"},
+                },
                 "spec": {
                     # SIGTERM drains in-flight messages for up to 15 s; leave room for it.
                     "terminationGracePeriodSeconds": 30,
@@ -101,9 +103,15 @@ def deployment(stage: str, spec: tuple[str, str, str, str, str, str, int, int, i
                             "image": IMAGE,
                             "command": ["kotae", "serve", stage],
                             "ports": ports,
-                            "envFrom": [{"configMapRef": {"name": "kotae-settings"}}, {"secretRef": {"name": "kotae-secrets", "optional": True}}],
+                            "envFrom": [
+                                {"configMapRef": {"name": "kotae-settings"}},
+                                {"secretRef": {"name": "kotae-secrets", "optional": True}},
+                            ],
                             "env": env,
-                            "resources": {"requests": {"cpu": req_cpu, "memory": req_mem}, "limits": {"cpu": lim_cpu, "memory": lim_mem}},
+                            "resources": {
+                                "requests": {"cpu": res.cpu, "memory": res.memory},
+                                "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
+                            },
                             "startupProbe": {**probe, "failureThreshold": 30},
                             "livenessProbe": {**probe, "failureThreshold": 3},
                             "readinessProbe": {**probe, "failureThreshold": 2},
@@ -147,7 +155,10 @@ def streams_job() -> dict[str, Any]:
                             "command": ["kotae", "streams"],
                             "envFrom": [{"configMapRef": {"name": "kotae-settings"}}],
                             "env": env,
-                            "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
+                            "resources": {
+                                "requests": {"cpu": "50m", "memory": "128Mi"},
+                                "limits": {"cpu": "500m", "memory": "256Mi"},
+                            },
                             "volumeMounts": [{"name": "data", "mountPath": "/data"}, CLIENT_TLS_MOUNT],
                         }
                     ],
@@ -158,7 +169,8 @@ def streams_job() -> dict[str, Any]:
     }
 
 
-def service(stage: str) -> dict[str, Any]:
+def service(declared: Stage) -> dict[str, Any]:
+    stage = declared.name
     labels = {"app.kubernetes.io/name": "kotae", "app.kubernetes.io/component": stage}
     return {
         "apiVersion": "v1",
@@ -167,13 +179,16 @@ def service(stage: str) -> dict[str, Any]:
         "spec": {
             "selector": labels,
             "ports": [{"name": "metrics", "port": 9100, "targetPort": "metrics"}]
-            + ([{"name": "rates", "port": 9101, "targetPort": "rates"}] if stage == "evaluator" else []),
+            + [{"name": e.name, "port": e.port, "targetPort": e.name} for e in declared.extra_ports],
         },
     }
 
 
-def scaled_object(stage: str, spec: tuple[str, str, str, str, str, str, int, int, int]) -> dict[str, Any]:
-    stream, consumer, *_, min_r, max_r, lag = spec
+def scaled_object(declared: Stage) -> dict[str, Any]:
+    assert declared.consumes is not None
+    stage, res = declared.name, declared.resources
+    stream, consumer = declared.consumes.stream, declared.durable
+    min_r, max_r, lag = res.min_replicas, res.max_replicas, res.lag_per_replica
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -201,8 +216,8 @@ def scaled_object(stage: str, spec: tuple[str, str, str, str, str, str, int, int
 
 
 def nats_users() -> list[dict[str, Any]]:
-    """One NATS user per service (kotae.bus.access, as the embedded server), passwords from the environment."""
-    return user_entries(dict(service_users(Settings.model_construct())))  # defaults, not this shell's environment
+    """One NATS user per service (kotae.bus.permissions, as the embedded server), passwords from the environment."""
+    return user_entries(dict(deployment_users()))  # defaults, not this shell's environment
 
 
 def nats_values() -> dict[str, Any]:
@@ -241,8 +256,10 @@ def nats_values() -> dict[str, Any]:
 
 def documents() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
-    for stage, spec in STAGES.items():
-        docs += [deployment(stage, spec), service(stage), scaled_object(stage, spec)]
+    for stage in DEPLOYED:
+        docs += [deployment(stage), service(stage)]
+        if stage.consumes is not None:  # lag on its durable consumer says how many it needs
+            docs.append(scaled_object(stage))
     docs.append(streams_job())
     return docs
 
@@ -256,7 +273,7 @@ NATS_CONF_HEAD = """\
 #
 # Clients: mutual TLS (kotae's processes set KOTAE_NATS_TLS_CA, KOTAE_NATS_TLS_CERT and
 # KOTAE_NATS_TLS_KEY), then one user per service (KOTAE_NATS_USER/KOTAE_NATS_PASSWORD) whose
-# permissions come from kotae/bus/access.py. The server reads each password from its own
+# permissions come from kotae/bus/permissions.py. The server reads each password from its own
 # environment: NATS_PASSWORD_RETRIEVER, NATS_PASSWORD_RERANKER, ... NATS_PASSWORD_SYS.
 """
 
@@ -306,11 +323,11 @@ def nats_conf() -> str:
 
 COMPOSE_CONF_HEAD = """\
 # The single NATS server of deploy/compose.yaml, with the same users as nats-server.conf
-# and the Helm values: each service publishes only its own subjects (kotae/bus/access.py).
+# and the Helm values: each service publishes only its own subjects (kotae/bus/permissions.py).
 # The server reads each password from its environment (NATS_PASSWORD_RETRIEVER, ...), which
 # compose passes from deploy/.env:
 #
-#   python -m kotae.bus.access passwords --out deploy/.env
+#   kotae nats passwords --out deploy/.env
 #
 # No TLS: clients reach this server over compose's private network, and the host only on
 # 127.0.0.1. For a server other machines reach, use nats-server.conf (mutual TLS).
@@ -343,7 +360,8 @@ def compose_conf() -> str:
 def render() -> dict[Path, str]:
     return {
         OUT: HEAD + yaml.safe_dump_all(documents(), sort_keys=False, allow_unicode=True),
-        NATS_VALUES: HEAD + "# helm install nats nats/nats -n nats -f deploy/k8s/nats-values.yaml\n"
+        NATS_VALUES: HEAD
+        + "# helm install nats nats/nats -n nats -f deploy/k8s/nats-values.yaml\n"
         + yaml.safe_dump(nats_values(), sort_keys=False, allow_unicode=True),
         NATS_CONF: nats_conf(),
         COMPOSE_CONF: compose_conf(),

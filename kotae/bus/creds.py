@@ -2,18 +2,18 @@
 
 A NATS server in operator mode knows no passwords: each client shows a user JWT,
 signed by its account, and proves it holds the user's NKey seed. A ``.creds`` file
-holds both. This module writes one per service user of :func:`kotae.bus.access.service_users`,
+holds both. This module writes one per service user of :func:`kotae.bus.permissions.service_users`,
 with that user's permissions inside the JWT, so a deployment on JWT accounts (a
 managed NATS service, or a cluster set up with ``nsc``) restricts every stage
 exactly as the generated nats-server configuration does. Each process then sets
 ``KOTAE_NATS_CREDS`` to its file; it takes its reply prefix, ``_INBOX_<user>``, from the
-JWT (the one inbox the JWT lets it read; :func:`kotae.bus.access.creds_inbox`).
+JWT (the one inbox the JWT lets it read; :func:`kotae.bus.connection.creds_inbox`).
 
 Needs the ``nkeys`` package (``pip install 'kotae[creds]'``).
 
 Example::
 
-    python -m kotae.bus.access creds --account-seed account.nk --out deploy/creds
+    kotae nats creds --account-seed account.nk --out deploy/creds
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kotae.bus.access import Permissions
+from kotae.bus.permissions import Permissions
 
 _HEADER = {"typ": "JWT", "alg": "ed25519-nkey"}
 
@@ -50,7 +50,11 @@ def _keys() -> Any:
 def new_seed(kind: str) -> bytes:
     """A fresh NKey seed of ``kind`` (``operator``, ``account`` or ``user``)."""
     nkeys = _keys()
-    prefix = {"operator": nkeys.PREFIX_BYTE_OPERATOR, "account": nkeys.PREFIX_BYTE_ACCOUNT, "user": nkeys.PREFIX_BYTE_USER}[kind]
+    prefix = {
+        "operator": nkeys.PREFIX_BYTE_OPERATOR,
+        "account": nkeys.PREFIX_BYTE_ACCOUNT,
+        "user": nkeys.PREFIX_BYTE_USER,
+    }[kind]
     return bytes(nkeys.encode_seed(os.urandom(32), prefix))
 
 
@@ -63,12 +67,18 @@ def encode(claims: dict[str, Any], signer_seed: bytes) -> str:
     signer = _keys().from_seed(bytearray(signer_seed))
     body = {**claims, "iss": bytes(signer.public_key).decode(), "iat": int(time.time()), "jti": ""}
     # The id is the hash of the claims without it, base32 without padding, as NATS's own tools make it.
-    body["jti"] = base64.b32encode(hashlib.new("sha512_256", json.dumps(body, sort_keys=True).encode()).digest()).decode().rstrip("=")
+    body["jti"] = (
+        base64.b32encode(hashlib.new("sha512_256", json.dumps(body, sort_keys=True).encode()).digest())
+        .decode()
+        .rstrip("=")
+    )
     signing_input = f"{_b64(json.dumps(_HEADER).encode())}.{_b64(json.dumps(body).encode())}"
     return f"{signing_input}.{_b64(signer.sign(signing_input.encode()))}"
 
 
-def user_claims(name: str, user_public_key: str, permissions: Permissions | None, *, account: str | None = None) -> dict[str, Any]:
+def user_claims(
+    name: str, user_public_key: str, permissions: Permissions | None, *, account: str | None = None
+) -> dict[str, Any]:
     """Claims of a user JWT carrying ``permissions`` (``None``: unrestricted).
 
     ``account`` is the account's public key when the signer is one of the

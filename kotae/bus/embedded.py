@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kotae.bus.access import Permissions, password_variable, render_conf, user_entries
+from kotae.bus.permissions import Permissions
+from kotae.bus.server_conf import password_variable, render_conf, user_entries
 
 
 class EmbeddedServerError(RuntimeError):
@@ -95,10 +96,14 @@ class EmbeddedNats:
             fh.write(self._config())
         args = [
             str(binary),
-            "-c", str(config),
-            "-a", "127.0.0.1",
-            "-p", "-1",
-            "--ports_file_dir", str(self._ports_dir),
+            "-c",
+            str(config),
+            "-a",
+            "127.0.0.1",
+            "-p",
+            "-1",
+            "--ports_file_dir",
+            str(self._ports_dir),
             *self.extra_args,
         ]
         log_path = self.store_dir / "nats-server.log"
@@ -133,7 +138,7 @@ class EmbeddedNats:
             shutil.rmtree(self._ports_dir, ignore_errors=True)
             self._ports_dir = None
 
-    def __enter__(self) -> "EmbeddedNats":
+    def __enter__(self) -> EmbeddedNats:
         self.start()
         return self
 

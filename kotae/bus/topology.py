@@ -8,7 +8,6 @@ connects first (``ensure_streams``); subscribers never redeclare them.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import nats
 import structlog
@@ -23,10 +22,11 @@ from nats.js.api import (
     StreamConfig,
 )
 from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
-from pydantic import BaseModel
 
-from kotae.contracts import AnswerV1, CommentV1, DraftV1, RerankV1, RetrievalV1, subjects
+from kotae.bus.connection import connect_options
+from kotae.contracts import subjects
 from kotae.settings import Settings
+from kotae.stage import Stage
 
 log = structlog.get_logger("kotae.bus")
 
@@ -40,6 +40,10 @@ RETENTION_S: dict[str, float] = {
     subjects.STREAM_ANSWERS: 30 * DAY,
     subjects.STREAM_EVALUATIONS: 365 * DAY,
     subjects.STREAM_DEADLETTER: 30 * DAY,
+    # What a moderator withdrew and what an operator ordered, and what aired: the stream's audit log.
+    subjects.STREAM_MODERATION: 30 * DAY,
+    subjects.STREAM_CONTROL: 30 * DAY,
+    subjects.STREAM_ONAIR: 30 * DAY,
 }
 
 #: Window in which JetStream drops a publish whose Nats-Msg-Id it has seen.
@@ -65,7 +69,16 @@ DECLARE_PATIENCE_S = 60.0
 
 
 #: The settings kotae gives a stream, compared with what the server holds.
-_DECLARED = ("subjects", "retention", "storage", "discard", "max_age", "num_replicas", "duplicate_window", "max_msg_size")
+_DECLARED = (
+    "subjects",
+    "retention",
+    "storage",
+    "discard",
+    "max_age",
+    "num_replicas",
+    "duplicate_window",
+    "max_msg_size",
+)
 
 
 def differences(wanted: StreamConfig, held: StreamConfig) -> list[str]:
@@ -94,7 +107,12 @@ async def _declare(js: JetStreamContext, config: StreamConfig, *, update: bool) 
     if not update:
         # A stage's NATS user may create a missing stream but not change one (it could otherwise
         # drop subjects or shorten retention for every stage): an operator applies the change.
-        log.warning("stream.differs", stream=config.name, changes=changed, apply="kotae streams, as a user that may manage streams")
+        log.warning(
+            "stream.differs",
+            stream=config.name,
+            changes=changed,
+            apply="kotae streams, as a user that may manage streams",
+        )
         return
     try:
         await js.update_stream(config)
@@ -134,8 +152,6 @@ async def ensure_streams(
 
 async def ensure_streams_at(url: str, settings: Settings, *, update: bool = True) -> None:
     """Connect to ``url`` and declare the streams (creating and, with ``update``, updating them)."""
-    from kotae.bus.access import connect_options  # access builds on the consumers declared here
-
     nc = await nats.connect(**connect_options(settings, url))
     try:
         await ensure_streams(nc.jetstream(), settings, update=update)
@@ -147,37 +163,19 @@ async def ensure_streams_at(url: str, settings: Settings, *, update: bool = True
 GIVE_UP_RETRIES = 10
 
 
-@dataclass(frozen=True)
-class ConsumerSpec:
-    """A stage's durable pull consumer on one subject, and the contract its messages follow."""
-
-    durable: str
-    subject: str
-    model: type[BaseModel] | None = None
-
-    @property
-    def stream(self) -> str:
-        return subjects.stream_of(self.subject)
-
-    def config(self, settings: Settings) -> ConsumerConfig:
-        return ConsumerConfig(
-            durable_name=self.durable,
-            filter_subject=self.subject,
-            deliver_policy=DeliverPolicy.ALL,
-            ack_policy=JsAckPolicy.EXPLICIT,
-            ack_wait=settings.ack_wait_s,
-            # The edge gives up after KOTAE_MAX_DELIVER deliveries on its own (terminal
-            # outcome + dead letter). JetStream allows a few more, so a give-up whose own
-            # publish fails (e.g. during a leader election) is redelivered, not lost.
-            max_deliver=settings.max_deliver + GIVE_UP_RETRIES,
-            max_ack_pending=max(1000, settings.inflight * 8),
-        )
-
-
-CONSUMERS: dict[str, ConsumerSpec] = {
-    "retriever": ConsumerSpec("retriever", subjects.COMMENT, CommentV1),
-    "reranker": ConsumerSpec("reranker", subjects.RETRIEVAL, RetrievalV1),
-    "generator": ConsumerSpec("generator", subjects.RERANK, RerankV1),
-    "verifier": ConsumerSpec("verifier", subjects.DRAFT, DraftV1),
-    "evaluator": ConsumerSpec("evaluator", subjects.ANSWER_ALL, AnswerV1),
-}
+def consumer_config(stage: Stage, settings: Settings) -> ConsumerConfig:
+    """The durable pull consumer every replica of ``stage`` binds."""
+    if stage.consumes is None:
+        raise TypeError(f"stage {stage.name} consumes nothing")
+    return ConsumerConfig(
+        durable_name=stage.durable,
+        filter_subject=stage.consumes.subject,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=JsAckPolicy.EXPLICIT,
+        ack_wait=settings.ack_wait_s,
+        # The edge gives up after KOTAE_MAX_DELIVER deliveries on its own (terminal
+        # outcome + dead letter). JetStream allows a few more, so a give-up whose own
+        # publish fails (e.g. during a leader election) is redelivered, not lost.
+        max_deliver=settings.max_deliver + GIVE_UP_RETRIES,
+        max_ack_pending=max(1000, settings.inflight * 8),
+    )

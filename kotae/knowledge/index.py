@@ -29,8 +29,9 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,15 +41,17 @@ from kotae.knowledge.embeddings import Embedder, check_same_model
 from kotae.knowledge.rescore import Candidate, RescoreQuery, RescoreWeights, rescore
 from kotae.knowledge.sparse import FIELDS, Bm25Params, common_terms, doc_vector, query_vector, terms
 from kotae.knowledge.store import Chunk, KnowledgeStore
-from kotae.knowledge.text import search_tokens
+from kotae.knowledge.terms import Vocabulary
+from kotae.knowledge.text import normalize, search_tokens
 
 NAMESPACE = uuid.UUID("6f1c5d1e-8a57-4d0e-9d59-0d8c4b1b7a11")
 OPEN_FROM = 0
 OPEN_TO = 99_991_231
 EMBED_BATCH = 64
 # What an index holds and how it is searched; an index of another format is rebuilt by
-# the next ``kotae kb load``. 2: the meta records the common characters.
-INDEX_FORMAT = 2
+# the next ``kotae kb load``. 2: the meta records the common characters. 3: and the
+# vocabulary of the records (words, readings, synonym groups; kotae.knowledge.terms).
+INDEX_FORMAT = 3
 
 
 class IndexMissing(RuntimeError):
@@ -74,9 +77,17 @@ class IndexMeta:
     df: dict[str, int]
     k1: float
     b: float
-    built_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    built_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     common_chars: list[str] = field(default_factory=list)
     format: int = 1  # the meta of an index built before formats were recorded has none
+    vocabulary: dict[str, Any] = field(default_factory=dict)  # Vocabulary.as_dict() of the records
+
+    def vocab(self) -> Vocabulary:
+        """The records' :class:`~kotae.knowledge.terms.Vocabulary` (built once per meta)."""
+        cached = self.__dict__.get("_vocab")
+        if cached is None:
+            cached = self.__dict__["_vocab"] = Vocabulary.from_dict(self.vocabulary)
+        return cached
 
     def idf(self, term: str) -> float:
         n = max(self.chunks, 1)
@@ -84,13 +95,18 @@ class IndexMeta:
         return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
 
     def coverage(self, query_terms: list[str], text: str) -> float:
-        """IDF-weighted share of the query's words that ``text`` contains (0–1)."""
+        """IDF-weighted share of the query's words that ``text`` contains (0–1).
+
+        A word of two characters or more also counts when it is written inside a longer
+        word of the text (バス in コミュニティバス, which Sudachi keeps whole).
+        """
         q = set(query_terms)
         total = sum(self.idf(t) for t in q)
         if total <= 0:
             return 0.0
         have = set(search_tokens(text))
-        return sum(self.idf(t) for t in q if t in have) / total
+        flat = normalize(text).lower()
+        return sum(self.idf(t) for t in q if t in have or (len(t) > 1 and t in flat)) / total
 
 
 @dataclass(frozen=True)
@@ -124,9 +140,11 @@ class Backend(Protocol):
     def search(self, searches: list[Search]) -> list[list[Scored]]:
         """Scored points of each search, best first, with only :data:`RANKING_PAYLOAD`."""
         ...
-    def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, "Stored"]:
+
+    def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, Stored]:
         """The whole payload of each of these points (and its dense / words vector if asked), by point id."""
         ...
+
     def close(self) -> None: ...
 
 
@@ -175,7 +193,9 @@ POINTS_CACHED = 4096
 class EdgeBackend:
     """One qdrant-edge shard (a directory) holding one knowledge base."""
 
-    def __init__(self, path: Path, dim: int | None = None, *, create: bool = False, owned_dir: Path | None = None) -> None:
+    def __init__(
+        self, path: Path, dim: int | None = None, *, create: bool = False, owned_dir: Path | None = None
+    ) -> None:
         import qdrant_edge as qe
 
         self.qe = qe
@@ -191,8 +211,12 @@ class EdgeBackend:
             )
             self.shard = qe.EdgeShard.create(str(self.path), config)
             # Payload indexes: every search filters on these four fields.
-            for name, schema in (("kb", qe.PayloadSchemaType.Keyword), ("kind", qe.PayloadSchemaType.Keyword),
-                                 ("vf", qe.PayloadSchemaType.Integer), ("vt", qe.PayloadSchemaType.Integer)):
+            for name, schema in (
+                ("kb", qe.PayloadSchemaType.Keyword),
+                ("kind", qe.PayloadSchemaType.Keyword),
+                ("vf", qe.PayloadSchemaType.Integer),
+                ("vt", qe.PayloadSchemaType.Integer),
+            ):
                 self.shard.update(qe.UpdateOperation.create_field_index(name, schema))
         else:
             self.shard = qe.EdgeShard.load(str(self.path))
@@ -223,7 +247,11 @@ class EdgeBackend:
                 batch = []
         if batch:
             self.shard.update(qe.UpdateOperation.upsert_points(batch))
-        self.shard.update(qe.UpdateOperation.upsert_points([qe.Point(id=point_id(kb, "__meta__"), vector={}, payload=_payload_meta(meta))]))
+        self.shard.update(
+            qe.UpdateOperation.upsert_points(
+                [qe.Point(id=point_id(kb, "__meta__"), vector={}, payload=_payload_meta(meta))]
+            )
+        )
         self.shard.flush()
 
     def meta(self, kb: str) -> IndexMeta | None:
@@ -246,7 +274,9 @@ class EdgeBackend:
         qe = self.qe
         requests = []
         for s in searches:
-            vector = qe.SparseVector(indices=s.vector[0], values=s.vector[1]) if isinstance(s.vector, tuple) else s.vector
+            vector = (
+                qe.SparseVector(indices=s.vector[0], values=s.vector[1]) if isinstance(s.vector, tuple) else s.vector
+            )
             requests.append(
                 qe.QueryRequest(
                     limit=s.limit,
@@ -270,7 +300,9 @@ class EdgeBackend:
             for r in self.shard.retrieve(missing, with_payload=True, with_vector=_vectors_asked(dense, words)):
                 cache[(str(r.id), dense, words)] = _stored(r.payload, r.vector)
         # A fresh payload dict per call: callers may add to what they are given.
-        return {i: replace(hit, payload=dict(hit.payload)) for i in ids if (hit := cache.get((i, dense, words))) is not None}
+        return {
+            i: replace(hit, payload=dict(hit.payload)) for i in ids if (hit := cache.get((i, dense, words))) is not None
+        }
 
     def close(self) -> None:
         try:
@@ -294,7 +326,7 @@ class ServerBackend:
         self.collection = collection
 
     @classmethod
-    def connect(cls, url: str, collection: str, api_key: str | None = None) -> "ServerBackend":
+    def connect(cls, url: str, collection: str, api_key: str | None = None) -> ServerBackend:
         from qdrant_client import QdrantClient
 
         if url.startswith(("http://", "https://")):
@@ -312,8 +344,12 @@ class ServerBackend:
             vectors_config={"dense": m.VectorParams(size=dim, distance=m.Distance.COSINE)},
             sparse_vectors_config={f: m.SparseVectorParams(modifier=m.Modifier.IDF) for f in FIELDS},
         )
-        for key, schema in (("kb", m.PayloadSchemaType.KEYWORD), ("kind", m.PayloadSchemaType.KEYWORD),
-                            ("vf", m.PayloadSchemaType.INTEGER), ("vt", m.PayloadSchemaType.INTEGER)):
+        for key, schema in (
+            ("kb", m.PayloadSchemaType.KEYWORD),
+            ("kind", m.PayloadSchemaType.KEYWORD),
+            ("vf", m.PayloadSchemaType.INTEGER),
+            ("vt", m.PayloadSchemaType.INTEGER),
+        ):
             try:
                 self.client.create_payload_index(self.collection, key, schema)
             except Exception:  # local mode has no payload indexes
@@ -329,7 +365,10 @@ class ServerBackend:
         self._ensure(meta.dim)
         structs = []
         for pid, vectors, payload in points:
-            vec = {k: (m.SparseVector(indices=v[0], values=v[1]) if isinstance(v, tuple) else v) for k, v in vectors.items()}
+            vec = {
+                k: (m.SparseVector(indices=v[0], values=v[1]) if isinstance(v, tuple) else v)
+                for k, v in vectors.items()
+            }
             structs.append(m.PointStruct(id=pid, vector=vec, payload=payload))
         for i in range(0, len(structs), 256):
             self.client.upsert(self.collection, structs[i : i + 256], wait=True)
@@ -341,12 +380,19 @@ class ServerBackend:
             points_selector=m.FilterSelector(
                 filter=m.Filter(
                     must=[m.FieldCondition(key="kb", match=m.MatchValue(value=kb))],
-                    must_not=[m.HasIdCondition(has_id=keep), m.FieldCondition(key="kind", match=m.MatchValue(value="meta"))],
+                    must_not=[
+                        m.HasIdCondition(has_id=keep),
+                        m.FieldCondition(key="kind", match=m.MatchValue(value="meta")),
+                    ],
                 )
             ),
             wait=True,
         )
-        self.client.upsert(self.collection, [m.PointStruct(id=point_id(kb, "__meta__"), vector={}, payload=_payload_meta(meta))], wait=True)
+        self.client.upsert(
+            self.collection,
+            [m.PointStruct(id=point_id(kb, "__meta__"), vector={}, payload=_payload_meta(meta))],
+            wait=True,
+        )
 
     def meta(self, kb: str) -> IndexMeta | None:
         if not self.client.collection_exists(self.collection):
@@ -368,14 +414,18 @@ class ServerBackend:
                 ]
             )
             query = m.SparseVector(indices=s.vector[0], values=s.vector[1]) if isinstance(s.vector, tuple) else s.vector
-            requests.append(m.QueryRequest(query=query, using=s.using, filter=flt, limit=s.limit, with_payload=RANKING_PAYLOAD))
+            requests.append(
+                m.QueryRequest(query=query, using=s.using, filter=flt, limit=s.limit, with_payload=RANKING_PAYLOAD)
+            )
         results = self.client.query_batch_points(self.collection, requests=requests)
         return [[Scored(str(p.id), float(p.score), dict(p.payload or {})) for p in r.points] for r in results]
 
     def points(self, ids: list[str], *, dense: bool = False, words: bool = False) -> dict[str, Stored]:
         if not ids:
             return {}
-        records = self.client.retrieve(self.collection, ids, with_payload=True, with_vectors=_vectors_asked(dense, words))
+        records = self.client.retrieve(
+            self.collection, ids, with_payload=True, with_vectors=_vectors_asked(dense, words)
+        )
         return {str(r.id): _stored(r.payload, r.vector) for r in records}
 
     def close(self) -> None:
@@ -421,7 +471,7 @@ class EmbeddingCache:
         self.vectors: dict[str, np.ndarray] = {}
         if path.exists():
             with np.load(path, allow_pickle=False) as data:
-                self.vectors = dict(zip(data["ids"].tolist(), data["vectors"]))
+                self.vectors = dict(zip(data["ids"].tolist(), data["vectors"], strict=True))
 
     def save(self, keep: list[str]) -> None:
         ids = [k for k in keep if k in self.vectors]
@@ -443,36 +493,61 @@ class BuildReport:
 
 
 PARALLEL_FROM = 256
+DEFAULT_BM25 = Bm25Params()
+#: ``progress(done, total)``: chunks embedded so far, of the chunks this load embeds.
+Progress = Callable[[int, int], None]
 
 
 def _embed_in_worker(spec: str, texts: list[str]) -> np.ndarray:
     from kotae.knowledge.embeddings import embedder_for
 
+    # One thread per worker process: the workers already take one core each, and a
+    # multi-threaded model in each of them would fight over the same cores.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     return embedder_for(spec).embed(texts, "passage")
 
 
-def embed_passages(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """Embed passages in batches; an offline model on a multi-core machine uses one process per core."""
+def embed_passages(embedder: Embedder, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+    """Embed passages in batches; an offline model on a multi-core machine uses one process per core.
+
+    ``progress`` is called after every batch with the passages done and the total.
+    """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
     workers = min(os.cpu_count() or 1, 4)
+    out: list[np.ndarray] = []
+
+    def keep(vectors: np.ndarray) -> None:
+        out.append(vectors)
+        if progress is not None:
+            progress(sum(len(v) for v in out), len(texts))
+
     if getattr(embedder, "offline", False) and len(texts) >= PARALLEL_FROM and workers > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-
         from concurrent.futures.process import BrokenProcessPool
 
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                return np.concatenate(list(pool.map(_embed_in_worker, [embedder.model_id] * len(batches), batches)))
+                for vectors in pool.map(_embed_in_worker, [embedder.model_id] * len(batches), batches):
+                    keep(vectors)
+            return np.concatenate(out)
         except BrokenProcessPool:  # e.g. a __main__ that workers cannot re-import: do it here
-            pass
-    return np.concatenate([embedder.embed(batch, "passage") for batch in batches])
+            out.clear()
+    for batch in batches:
+        keep(embedder.embed(batch, "passage"))
+    return np.concatenate(out)
 
 
 def build_points(
-    kb: str, chunks: list[Chunk], embedder: Embedder, cache: EmbeddingCache | None, params: Bm25Params, digest: str
+    kb: str,
+    chunks: list[Chunk],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    params: Bm25Params,
+    digest: str,
+    progress: Progress | None = None,
 ) -> tuple[IndexMeta, list[tuple[str, dict[str, Any], dict[str, Any]]], int]:
     texts = [passage_text(c) for c in chunks]
     toks = {f: [terms(f, t) for t in texts] for f in FIELDS}
@@ -483,7 +558,7 @@ def build_points(
             df[w] = df.get(w, 0) + 1
     missing = [i for i, c in enumerate(chunks) if cache is None or c.chunk_id not in cache.vectors]
     vectors: dict[int, np.ndarray] = {}
-    for i, v in zip(missing, embed_passages(embedder, [texts[i] for i in missing])):
+    for i, v in zip(missing, embed_passages(embedder, [texts[i] for i in missing], progress), strict=True):
         vectors[i] = v
         if cache is not None:
             cache.vectors[chunks[i].chunk_id] = v
@@ -493,10 +568,26 @@ def build_points(
         vec = vectors[i] if i in vectors else cache.vectors[chunk.chunk_id]  # type: ignore[union-attr]
         dim = int(vec.shape[0])
         sparse = {f: doc_vector(toks[f][i], avgdl[f], params) for f in FIELDS}
-        points.append((point_id(kb, chunk.chunk_id), {"dense": vec.astype(np.float32).tolist(), **sparse}, chunk_payload(kb, chunk)))
+        points.append(
+            (
+                point_id(kb, chunk.chunk_id),
+                {"dense": vec.astype(np.float32).tolist(), **sparse},
+                chunk_payload(kb, chunk),
+            )
+        )
     meta = IndexMeta(
-        kb=kb, embedding_model=embedder.model_id, dim=dim, chunks=len(chunks), digest=digest,
-        avgdl=avgdl, df=df, k1=params.k1, b=params.b, common_chars=common_terms(toks["chars"]), format=INDEX_FORMAT,
+        kb=kb,
+        embedding_model=embedder.model_id,
+        dim=dim,
+        chunks=len(chunks),
+        digest=digest,
+        avgdl=avgdl,
+        df=df,
+        k1=params.k1,
+        b=params.b,
+        common_chars=common_terms(toks["chars"]),
+        format=INDEX_FORMAT,
+        vocabulary=Vocabulary.of(texts).as_dict(),
     )
     return meta, points, len(missing)
 
@@ -511,14 +602,18 @@ def build_index(
     *,
     qdrant_url: str | None = None,
     collection: str = "kotae_chunks",
-    params: Bm25Params = Bm25Params(),
+    params: Bm25Params = DEFAULT_BM25,
+    progress: Progress | None = None,
 ) -> BuildReport:
-    """(Re)build the index of ``store`` with ``embedder``; unchanged chunks reuse their vectors."""
+    """(Re)build the index of ``store`` with ``embedder``; unchanged chunks reuse their vectors.
+
+    ``progress(done, total)`` follows the embedding of the chunks that are new or changed.
+    """
     started = time.perf_counter()
     chunks = store.chunks()
     digest = store.digest() or ""
     cache = EmbeddingCache(store.dir / f"embeddings-{_slug(embedder.model_id)}.npz")
-    meta, points, embedded = build_points(store.name, chunks, embedder, cache, params, digest)
+    meta, points, embedded = build_points(store.name, chunks, embedder, cache, params, digest, progress)
     if qdrant_url:
         backend = ServerBackend.connect(qdrant_url, collection)
         try:
@@ -534,7 +629,13 @@ def build_index(
             backend.write(store.name, meta, points)
         finally:
             backend.close()
-        pointer = {"path": target.name, "digest": digest, "model": meta.embedding_model, "dim": meta.dim, "format": INDEX_FORMAT}
+        pointer = {
+            "path": target.name,
+            "digest": digest,
+            "model": meta.embedding_model,
+            "dim": meta.dim,
+            "format": INDEX_FORMAT,
+        }
         tmp = store.dir / ".index.json.tmp"
         tmp.write_text(json.dumps(pointer) + "\n")
         tmp.replace(store.dir / "index.json")
@@ -543,8 +644,12 @@ def build_index(
                 shutil.rmtree(old, ignore_errors=True)
     cache.save([c.chunk_id for c in chunks])
     return BuildReport(
-        chunks=len(chunks), embedded=embedded, reused=len(chunks) - embedded,
-        seconds=round(time.perf_counter() - started, 3), model=meta.embedding_model, dim=meta.dim,
+        chunks=len(chunks),
+        embedded=embedded,
+        reused=len(chunks) - embedded,
+        seconds=round(time.perf_counter() - started, 3),
+        model=meta.embedding_model,
+        dim=meta.dim,
     )
 
 
@@ -589,7 +694,9 @@ def open_embedded(store: KnowledgeStore) -> tuple[EdgeBackend, str]:
     try:
         pointer = json.loads(pointer_path.read_text())
     except (OSError, ValueError):
-        raise IndexMissing(f"knowledge base {store.name!r} has no index (run: kotae kb load PATH --name {store.name})") from None
+        raise IndexMissing(
+            f"knowledge base {store.name!r} has no index (run: kotae kb load PATH --name {store.name})"
+        ) from None
     source = store.dir / pointer["path"]
     opened = store.dir / ".open"
     opened.mkdir(parents=True, exist_ok=True)
@@ -626,6 +733,10 @@ class Weights:
     @property
     def fields(self) -> list[str]:
         return [f for f in ("words", "chars", "dense") if getattr(self, f) > 0]
+
+
+DEFAULT_WEIGHTS = Weights()
+DEFAULT_RESCORE = RescoreWeights()
 
 
 @dataclass(frozen=True)
@@ -685,8 +796,16 @@ class HybridSearcher:
     """
 
     def __init__(
-        self, backend: Backend, meta: IndexMeta, embedder: Embedder, *, weights: Weights = Weights(), pool: int = 30,
-        cosines: bool = True, rescore_pool: int = RESCORE_POOL, rescore_weights: RescoreWeights = RescoreWeights(),
+        self,
+        backend: Backend,
+        meta: IndexMeta,
+        embedder: Embedder,
+        *,
+        weights: Weights = DEFAULT_WEIGHTS,
+        pool: int = 30,
+        cosines: bool = True,
+        rescore_pool: int = RESCORE_POOL,
+        rescore_weights: RescoreWeights = DEFAULT_RESCORE,
     ) -> None:
         check_same_model(meta.embedding_model, meta.dim, embedder)
         self.backend = backend
@@ -724,7 +843,7 @@ class HybridSearcher:
         second = self.rescore_pool > 0
         ranked: dict[str, list[Hit]] = {}
         for kind in kinds:
-            per_field = {s.using: r for s, r in zip(searches, results) if s.kind == kind}
+            per_field = {s.using: r for s, r in zip(searches, results, strict=True) if s.kind == kind}
             ranked[kind] = fuse(per_field, self.weights)[: max(top_k, self.rescore_pool) if second else top_k]
         # Searches return only what ranking needs; the candidates are read in full here,
         # with the stored vectors that the second stage and the gate's cosine need.
@@ -746,8 +865,13 @@ class HybridSearcher:
                 found.append((replace(h, payload=stored.payload, signals=signals), stored))
             if rescore_query is not None:
                 candidates = [
-                    Candidate(fused=h.score, title=h.payload.get("title") or "", text=h.payload.get("text") or "",
-                              vector=stored.dense, words=stored.words or frozenset())
+                    Candidate(
+                        fused=h.score,
+                        title=h.payload.get("title") or "",
+                        text=h.payload.get("text") or "",
+                        vector=stored.dense,
+                        words=stored.words or frozenset(),
+                    )
                     for h, stored in found
                 ]
                 order = rescore(rescore_query, candidates, self.rescore_weights)
@@ -757,7 +881,9 @@ class HybridSearcher:
         return out
 
 
-def index_is_current(store: KnowledgeStore, model_id: str, qdrant_url: str | None, collection: str = "kotae_chunks") -> bool:
+def index_is_current(
+    store: KnowledgeStore, model_id: str, qdrant_url: str | None, collection: str = "kotae_chunks"
+) -> bool:
     """True when the index already reflects the stored records with this embedding model."""
     digest = store.digest()
     if digest is None:

@@ -6,16 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from kotae.knowledge.embeddings import embedder_for
-from kotae.knowledge.index import build_index, index_is_current
+from kotae.knowledge.index import Progress, build_index, index_is_current
 from kotae.knowledge.records import KBRecord
 from kotae.knowledge.store import KnowledgeStore
 from kotae.settings import Settings
 
 
-def load_knowledge_base(records: list[KBRecord], name: str, settings: Settings) -> dict[str, Any]:
+def load_knowledge_base(
+    records: list[KBRecord], name: str, settings: Settings, progress: Progress | None = None
+) -> dict[str, Any]:
     """Upsert ``records`` into the knowledge base ``name`` and bring its index up to date.
 
-    Idempotent: the same records again change nothing and rebuild nothing.
+    Idempotent: the same records again change nothing and rebuild nothing; a changed
+    record re-embeds only its own chunks. ``progress(done, total)`` follows the
+    embedding of the new and changed chunks.
     """
     store = KnowledgeStore(settings.kb_dir, name)
     report = store.load(records).as_dict()
@@ -26,6 +30,8 @@ def load_knowledge_base(records: list[KBRecord], name: str, settings: Settings) 
     if index_is_current(store, embedder.model_id, settings.qdrant_url, settings.qdrant_collection):
         report["index"] = {"rebuilt": False, "model": embedder.model_id}
     else:
-        built = build_index(store, embedder, qdrant_url=settings.qdrant_url, collection=settings.qdrant_collection)
+        built = build_index(
+            store, embedder, qdrant_url=settings.qdrant_url, collection=settings.qdrant_collection, progress=progress
+        )
         report["index"] = {"rebuilt": True, **built.__dict__}
     return report

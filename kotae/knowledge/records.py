@@ -3,6 +3,11 @@
 A record is a policy document (``kind: doc``, with ``text``) or an FAQ entry
 (``kind: faq``, with ``question`` and ``answer``). Bad input stops the load with
 the file, the line and the field that is wrong, before anything is written.
+
+A record may name the image of its slide (``slide_image``): a path relative to
+the file that holds the record, or an ``http(s)://`` URL. A path is checked when
+the record is loaded and kept as an absolute path, so the on-air stage can serve
+the image whatever directory it runs in.
 """
 
 from __future__ import annotations
@@ -34,13 +39,14 @@ class KBRecord(BaseModel):
     answer: str | None = None
     source: str | None = None
     slide: int | str | None = None
+    slide_image: str | None = Field(default=None, min_length=1, max_length=2000)
     lang: Literal["ja", "en"] | None = None
     version: str | None = None
     valid_from: date | None = None
     valid_to: date | None = None
 
     @model_validator(mode="after")
-    def _fields_of_kind(self) -> "KBRecord":
+    def _fields_of_kind(self) -> KBRecord:
         if self.kind == "doc" and not (self.text and self.text.strip()):
             raise ValueError("a doc record needs a non-empty 'text'")
         if self.kind == "faq" and not (self.question and self.answer):
@@ -81,23 +87,50 @@ def _yaml(text: str) -> Any:
     return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
 
 
-def _record(data: Any, where: str, field_lines: dict[str, int] | None = None) -> KBRecord:
+def is_url(value: str) -> bool:
+    """Whether a ``slide_image`` is a URL (shown as it is) rather than a file path."""
+    return value.startswith(("http://", "https://"))
+
+
+def _with_slide_image(record: KBRecord, base: Path | None, where: str) -> KBRecord:
+    """The record with its ``slide_image`` resolved against ``base`` (the folder of its file), checked to exist.
+
+    ``base`` None leaves it as written (``scripts/make_slides.py`` reads records whose images it is about to draw).
+    """
+    if base is None or record.slide_image is None or is_url(record.slide_image):
+        return record
+    path = (base / record.slide_image).resolve()
+    if not path.is_file():
+        raise KnowledgeBaseError(
+            f"{where}: field 'slide_image': no such file {record.slide_image!r} (looked for {path})"
+        )
+    return record.model_copy(update={"slide_image": str(path)})
+
+
+def _record(data: Any, where: str, field_lines: dict[str, int] | None = None, *, base: Path | None) -> KBRecord:
     if not isinstance(data, dict):
         raise KnowledgeBaseError(f"{where}: expected an object, got {type(data).__name__}")
+
+    def at(field: str) -> str:
+        if field_lines and field in field_lines:
+            return where.rsplit(":", 1)[0] + f":{field_lines[field]}"
+        return where
+
     try:
-        return KBRecord.model_validate(data)
+        record = KBRecord.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "record"
-        if field_lines and str(err["loc"][0] if err["loc"] else "") in field_lines:
-            where = where.rsplit(":", 1)[0] + f":{field_lines[str(err['loc'][0])]}"
-        raise KnowledgeBaseError(f"{where}: field '{field}': {err['msg']}") from None
+        raise KnowledgeBaseError(
+            f"{at(str(err['loc'][0]) if err['loc'] else '')}: field '{field}': {err['msg']}"
+        ) from None
+    return _with_slide_image(record, base, at("slide_image"))
 
 
 Located = list[tuple[str, KBRecord]]
 
 
-def load_jsonl(path: Path) -> Located:
+def load_jsonl(path: Path, *, slide_files: bool = True) -> Located:
     """Records of a JSONL file, each with its ``file:line``."""
     records: Located = []
     with path.open(encoding="utf-8") as fh:
@@ -108,11 +141,13 @@ def load_jsonl(path: Path) -> Located:
                 data = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise KnowledgeBaseError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-            records.append((f"{path}:{lineno}", _record(data, f"{path}:{lineno}")))
+            records.append(
+                (f"{path}:{lineno}", _record(data, f"{path}:{lineno}", base=path.parent if slide_files else None))
+            )
     return records
 
 
-def load_markdown(path: Path) -> KBRecord:
+def load_markdown(path: Path, *, slide_files: bool = True) -> KBRecord:
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -140,10 +175,10 @@ def load_markdown(path: Path) -> KBRecord:
     if not meta.get("title"):
         heading = next((ln.lstrip("# ").strip() for ln in lines[end + 1 :] if ln.startswith("#")), "")
         meta["title"] = heading
-    return _record(meta, f"{path}:1", field_lines)
+    return _record(meta, f"{path}:1", field_lines, base=path.parent if slide_files else None)
 
 
-def load_faq_yaml(path: Path) -> Located:
+def load_faq_yaml(path: Path, *, slide_files: bool = True) -> Located:
     """FAQ entries of a YAML list, each with its ``file:line``."""
     text = path.read_text(encoding="utf-8")
     try:
@@ -167,35 +202,39 @@ def load_faq_yaml(path: Path) -> Located:
         field_lines = {}
         if entry is not None and isinstance(entry, yaml.MappingNode):
             field_lines = {k.value: k.start_mark.line + 1 for k, _ in entry.value if isinstance(k, yaml.ScalarNode)}
-        records.append((where, _record(item, where, field_lines)))
+        records.append((where, _record(item, where, field_lines, base=path.parent if slide_files else None)))
     return records
 
 
-def load_records(path: Path) -> list[KBRecord]:
-    """Read every record at ``path`` (a JSONL file or a folder); check ids are unique."""
+def _records_in_file(path: Path, slide_files: bool = True) -> Located:
+    if path.suffix == ".jsonl":
+        return load_jsonl(path, slide_files=slide_files)
+    if path.suffix in (".yaml", ".yml"):
+        return load_faq_yaml(path, slide_files=slide_files)
+    if path.suffix == ".md":
+        return [(f"{path}:1", load_markdown(path, slide_files=slide_files))]
+    raise KnowledgeBaseError(f"{path}: expected a .jsonl file or a folder of .md/.yaml files")
+
+
+def _records_in_folder(path: Path, slide_files: bool = True) -> Located:
+    sources: Located = []
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        if file.suffix in (".md", ".yaml", ".yml", ".jsonl"):
+            sources += _records_in_file(file, slide_files)
+    if not sources:
+        raise KnowledgeBaseError(f"{path}: no .md, .yaml or .jsonl records found")
+    return sources
+
+
+def load_records(path: Path, *, slide_files: bool = True) -> list[KBRecord]:
+    """Read every record at ``path`` (a JSONL file or a folder); check ids are unique.
+
+    ``slide_files``: check that each ``slide_image`` path names a file, and make it absolute.
+    """
     path = Path(path)
     if not path.exists():
         raise KnowledgeBaseError(f"{path}: no such file or folder")
-    sources: Located = []
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-        for file in files:
-            if file.suffix == ".md":
-                sources.append((f"{file}:1", load_markdown(file)))
-            elif file.suffix in (".yaml", ".yml"):
-                sources += load_faq_yaml(file)
-            elif file.suffix == ".jsonl":
-                sources += load_jsonl(file)
-        if not sources:
-            raise KnowledgeBaseError(f"{path}: no .md, .yaml or .jsonl records found")
-    elif path.suffix == ".jsonl":
-        sources = load_jsonl(path)
-    elif path.suffix in (".yaml", ".yml"):
-        sources = load_faq_yaml(path)
-    elif path.suffix == ".md":
-        sources = [(str(path), load_markdown(path))]
-    else:
-        raise KnowledgeBaseError(f"{path}: expected a .jsonl file or a folder of .md/.yaml files")
+    sources = _records_in_folder(path, slide_files) if path.is_dir() else _records_in_file(path, slide_files)
     seen: dict[str, str] = {}
     for where, record in sources:
         if record.id in seen:

@@ -78,7 +78,7 @@ class RescoreQuery:
     trigrams: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, text: str, vector: np.ndarray | None, meta: _IdfSource) -> "RescoreQuery":
+    def of(cls, text: str, vector: np.ndarray | None, meta: _IdfSource) -> RescoreQuery:
         words = dict.fromkeys(search_tokens(text))
         flat = _flat(text)
         return cls(
@@ -133,7 +133,9 @@ def features(query: RescoreQuery, candidates: list[Candidate]) -> np.ndarray:
     return rows
 
 
-def rescore(query: RescoreQuery, candidates: list[Candidate], weights: RescoreWeights = RescoreWeights()) -> list[tuple[int, float]]:
+def rescore(
+    query: RescoreQuery, candidates: list[Candidate], weights: RescoreWeights = RescoreWeights()
+) -> list[tuple[int, float]]:
     """(index into ``candidates``, rescored score) best first; ties keep the first-stage order."""
     if not candidates:
         return []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, pairwise
 
 from kotae.knowledge.text import normalize, search_tokens
 
@@ -39,7 +39,7 @@ def term_id(term: str) -> int:
 def char_terms(text: str) -> list[str]:
     """Character unigrams and bigrams of the normalised text, spaces and punctuation dropped."""
     chars = [c for c in normalize(text).lower() if c.isalnum()]
-    return chars + [a + b for a, b in zip(chars, chars[1:])]
+    return chars + [a + b for a, b in pairwise(chars)]
 
 
 def terms(field: str, text: str) -> list[str]:
@@ -64,7 +64,9 @@ def doc_vector(tokens: list[str], avgdl: float, p: Bm25Params) -> tuple[list[int
     return list(merged), list(merged.values())
 
 
-def common_terms(token_lists: list[list[str]], share: float = COMMON_SHARE, min_chunks: int = COMMON_FROM_CHUNKS) -> list[str]:
+def common_terms(
+    token_lists: list[list[str]], share: float = COMMON_SHARE, min_chunks: int = COMMON_FROM_CHUNKS
+) -> list[str]:
     """Terms found in more than ``share`` of the chunks, when there are at least ``min_chunks``."""
     if len(token_lists) < min_chunks:
         return []

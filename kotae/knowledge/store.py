@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from kotae.knowledge.records import KBRecord, KnowledgeBaseError
@@ -169,7 +169,7 @@ class KnowledgeStore:
                 "digest": digest,
                 "records": len(ordered),
                 "chunks": n_chunks,
-                "updated_at": datetime.now(timezone.utc).isoformat(),
+                "updated_at": datetime.now(UTC).isoformat(),
             }
             _atomic_write(self.manifest_path, json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
         return LoadReport(

@@ -19,8 +19,32 @@ from sudachipy import Dictionary, SplitMode
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞"}
 # Light verbs and formal nouns that carry no topic.
 _JA_STOP = {
-    "為る", "成る", "有る", "居る", "言う", "出来る", "思う", "事", "物", "其れ", "此れ", "何", "幾ら",
-    "方", "所", "様", "為", "訳", "積もり", "今", "皆", "ん", "の", "w", "W", "ｗ",
+    "為る",
+    "成る",
+    "有る",
+    "居る",
+    "言う",
+    "出来る",
+    "思う",
+    "事",
+    "物",
+    "其れ",
+    "此れ",
+    "何",
+    "幾ら",
+    "方",
+    "所",
+    "様",
+    "為",
+    "訳",
+    "積もり",
+    "今",
+    "皆",
+    "ん",
+    "の",
+    "w",
+    "W",
+    "ｗ",
 }
 _EN_STOP = set(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is it
@@ -28,6 +52,8 @@ _EN_STOP = set(
     where which who whom why will with would you your yours about please tell much many any some more most
     also just get got lol""".split()
 )
+#: English words that name nothing (a question's frame, pronouns, light verbs).
+EN_STOPWORDS = frozenset(_EN_STOP)
 _LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*")
 _SPLIT_LATIN = re.compile(r"([A-Za-z][A-Za-z0-9'\-]*(?:\s+[A-Za-z][A-Za-z0-9'\-]*)*)")
 _WS = re.compile(r"\s+")
@@ -92,7 +118,11 @@ def _japanese_tokens(run: str) -> list[str]:
         # differently compounded word still meets its parts.
         parts = m.split(SplitMode.A)
         if len(parts) > 1:
-            out += [p.normalized_form() for p in parts if p.part_of_speech()[0] in _CONTENT_POS and p.normalized_form() not in _JA_STOP]
+            out += [
+                p.normalized_form()
+                for p in parts
+                if p.part_of_speech()[0] in _CONTENT_POS and p.normalized_form() not in _JA_STOP
+            ]
     return out
 
 
@@ -131,6 +161,4 @@ def split_sentences(text: str) -> list[str]:
 
 
 def is_japanese(text: str) -> bool:
-    return any(
-        unicodedata.name(ch, "").startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")) for ch in text
-    )
+    return any(unicodedata.name(ch, "").startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")) for ch in text)

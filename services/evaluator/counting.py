@@ -12,8 +12,9 @@ pooled (:func:`group_key`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from kotae.contracts import EvaluationV1
 from kotae.services.evaluator.logic import check_summary
@@ -63,7 +64,12 @@ def ratio(numerator: float, denominator: float, *, unknown: int = 0, omitted: in
         >>> ratio(4, 10).text()
         '4/10 (40%)'
     """
-    for name, value in (("numerator", numerator), ("denominator", denominator), ("unknown", unknown), ("omitted", omitted)):
+    for name, value in (
+        ("numerator", numerator),
+        ("denominator", denominator),
+        ("unknown", unknown),
+        ("omitted", omitted),
+    ):
         if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
             raise InvalidCount(f"{name} must be a number, got {value!r}")
         if value < 0:
@@ -162,4 +168,7 @@ def grouped(evaluations: list[EvaluationV1]) -> dict[tuple[str, ...], list[Evalu
 
 def summarize(evaluations: list[EvaluationV1]) -> list[dict[str, Any]]:
     """One row per group; see the module docstring for the rules."""
-    return [{"group": dict(zip(GROUP_FIELDS, key)), **summarize_group(evs)} for key, evs in grouped(evaluations).items()]
+    return [
+        {"group": dict(zip(GROUP_FIELDS, key, strict=True)), **summarize_group(evs)}
+        for key, evs in grouped(evaluations).items()
+    ]

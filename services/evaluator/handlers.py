@@ -9,21 +9,26 @@ that stays unavailable is retried through redelivery, then its metrics are
 null with the reason); otherwise the offline ``lexical`` method does. An
 evaluation job that fails as a whole (retries used up) is recorded as
 ``failed`` so the report counts it apart.
+
+With ``KOTAE_EVALUATOR_METRICS_PORT`` set, the process also serves Prometheus
+``/metrics`` with the rolling rates (see ``metrics.py``).
 """
 
 from __future__ import annotations
 
-from faststream.nats import NatsRouter
+from typing import Any
+
 from pydantic import BaseModel
 
-from kotae.bus.edge import StageEdge
-from kotae.contracts import AnswerV1, EvaluationV1, subjects
+from kotae.bus.edge import final_attempt
+from kotae.contracts import AnswerV1, EvaluationV1
 from kotae.logs import get_logger
 from kotae.providers import ChatModel
-from kotae.settings import Settings
 from kotae.services.evaluator.judge import Embeds, ModelJudge
 from kotae.services.evaluator.logic import METHOD, evaluate, failed_evaluation
 from kotae.services.evaluator.metrics import RollingRates
+from kotae.settings import Settings
+from kotae.stage import Bus, Handler
 
 log = get_logger("kotae.evaluator")
 
@@ -37,16 +42,24 @@ def build_judge(settings: Settings) -> ModelJudge | None:
     return ModelJudge(model, Embeds(settings.embedding_model, key), reask=settings.model_reask)
 
 
-def build_router(settings: Settings, *, rates: RollingRates | None = None) -> NatsRouter:
-    edge = StageEdge("evaluator", settings)
-    router = edge.router()
-    edge.output(subjects.EVALUATION, EvaluationV1, "Scores and judgements of one answer (the audit log).")
+def build_handler(settings: Settings, bus: Bus, *, rates: RollingRates | None = None) -> Handler[AnswerV1]:
     judge = build_judge(settings)
+    rates = rates or RollingRates(window=settings.evaluator_window)
+    servers: list[Any] = []
 
-    async def publish(evaluation: EvaluationV1) -> None:
-        await edge.publish(subjects.EVALUATION, evaluation)
-        if rates is not None:
-            rates.add(evaluation)
+    async def on_answer(answer: AnswerV1) -> EvaluationV1:
+        if judge is None:
+            return evaluate(answer)
+        return await judge.evaluate(answer, final=final_attempt())
+
+    async def give_up(answer: AnswerV1, reason: str) -> EvaluationV1:
+        if judge is None:
+            return failed_evaluation(answer, reason, method=METHOD)
+        return failed_evaluation(answer, reason, method="model", model=judge.model.name, mode="model")
+
+    async def stored(evaluation: BaseModel) -> None:
+        assert isinstance(evaluation, EvaluationV1)
+        rates.add(evaluation)
         log.info(
             "answer.evaluated",
             comment_id=evaluation.comment_id,
@@ -55,21 +68,19 @@ def build_router(settings: Settings, *, rates: RollingRates | None = None) -> Na
             method=evaluation.method,
         )
 
-    async def give_up(message: BaseModel, reason: str) -> None:
-        answer = AnswerV1.model_validate(message.model_dump())
-        if judge is None:
-            await publish(failed_evaluation(answer, reason, method=METHOD))
-        else:
-            await publish(failed_evaluation(answer, reason, method="model", model=judge.model.name, mode="model"))
+    async def start() -> None:
+        if settings.evaluator_metrics_port:
+            try:
+                servers.append(rates.serve(settings.evaluator_metrics_port))
+            except OSError as exc:
+                raise SystemExit(
+                    f"KOTAE_EVALUATOR_METRICS_PORT={settings.evaluator_metrics_port}: cannot listen: {exc}"
+                ) from None
+            log.info("metrics.serving", port=settings.evaluator_metrics_port, path="/metrics")
 
-    edge.on_exhausted(AnswerV1, give_up)
+    async def close() -> None:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
 
-    @router.subscriber(**edge.subscription(description="Score each answer (faithfulness, relevancy, context precision, judgements)."))
-    async def on_answer(answer: AnswerV1) -> None:
-        if judge is None:
-            evaluation = evaluate(answer)
-        else:
-            evaluation = await judge.evaluate(answer, final=edge.final_attempt())
-        await publish(evaluation)
-
-    return router
+    return Handler(on_answer, give_up=give_up, stored=stored, start=start, close=close)

@@ -55,10 +55,14 @@ def summarize_claims(claims: list[ClaimJudgement]) -> Judged:
         return Judged(reason="the answer makes no claim")
     unsupported = [c for c in claims if c.supported is False]
     if unsupported:
-        return Judged(value=False, reason=f"{len(unsupported)} of {len(claims)} claims unsupported: {unsupported[0].text[:80]!r}")
+        return Judged(
+            value=False, reason=f"{len(unsupported)} of {len(claims)} claims unsupported: {unsupported[0].text[:80]!r}"
+        )
     unknown = [c for c in claims if c.supported is None]
     if unknown:
-        return Judged(reason=f"{len(unknown)} of {len(claims)} claims could not be judged: {unknown[0].reason or 'no reason'}")
+        return Judged(
+            reason=f"{len(unknown)} of {len(claims)} claims could not be judged: {unknown[0].reason or 'no reason'}"
+        )
     return Judged(value=True, reason=f"all {len(claims)} claims supported")
 
 
@@ -107,7 +111,13 @@ def lexical_claims(answer: AnswerV1) -> list[ClaimJudgement]:
             continue
         cited, missing = _cited_docs(sentence, answer)
         if not cited and missing:
-            claims.append(ClaimJudgement(text=text, evidence_ids=missing, reason=f"cites {', '.join(missing)}, whose text the answer does not carry"))
+            claims.append(
+                ClaimJudgement(
+                    text=text,
+                    evidence_ids=missing,
+                    reason=f"cites {', '.join(missing)}, whose text the answer does not carry",
+                )
+            )
             continue
         context = cited or list(answer.docs)
         s = support(text, [d.text for d in context])
@@ -175,7 +185,9 @@ def rank_weighted_precision(relevant: list[bool], method: str) -> MetricScore:
             hits += 1
             total += hits / k
     if hits == 0:
-        return MetricScore(value=0.0, numerator=0, denominator=0, reason="no retrieved document was relevant", method=method)
+        return MetricScore(
+            value=0.0, numerator=0, denominator=0, reason="no retrieved document was relevant", method=method
+        )
     return MetricScore(value=total / hits, numerator=round(total, 6), denominator=hits, method=method)
 
 
@@ -260,7 +272,9 @@ def judge_complete(answer: AnswerV1, timely: Judged, relevant: Judged) -> Judged
 
 
 def offline_judgement(answer: AnswerV1, claims: list[ClaimJudgement], relevancy: MetricScore) -> AnswerJudgement:
-    supported = summarize_claims(claims) if _has_answer(answer) else Judged(reason=f"no answer to judge ({answer.outcome})")
+    supported = (
+        summarize_claims(claims) if _has_answer(answer) else Judged(reason=f"no answer to judge ({answer.outcome})")
+    )
     if _has_answer(answer) and not answer.docs:
         supported = Judged(reason="no retrieved context")
     timely = judge_timely(answer)
@@ -322,7 +336,9 @@ def evaluate(answer: AnswerV1) -> EvaluationV1:
     )
 
 
-def failed_evaluation(answer: AnswerV1, error: str, *, method: str, model: str | None = None, mode: str = "offline") -> EvaluationV1:
+def failed_evaluation(
+    answer: AnswerV1, error: str, *, method: str, model: str | None = None, mode: str = "offline"
+) -> EvaluationV1:
     """An evaluation job that failed as a whole: recorded as failed, every metric unknown with the error."""
     unknown = MetricScore(reason=f"evaluation failed: {error[:300]}", method=method)
     return record(

@@ -67,13 +67,31 @@ class RollingRates(Collector):
             groups = {k: list(v) for k, v in self._groups.items()}
             totals = dict(self._totals)
         families: dict[str, Any] = {
-            "rate": GaugeMetricFamily("kotae_evaluation_rate", "Rolling rate of a metric (numerator ÷ denominator).", labels=LABELS + ["metric"]),
-            "numerator": GaugeMetricFamily("kotae_evaluation_numerator", "Rolling numerator of a metric.", labels=LABELS + ["metric"]),
-            "denominator": GaugeMetricFamily("kotae_evaluation_denominator", "Rolling denominator of a metric (judged answers or claims).", labels=LABELS + ["metric"]),
-            "unknown": GaugeMetricFamily("kotae_evaluation_unknown", "Answers in the window whose metric could not be judged.", labels=LABELS + ["metric"]),
+            "rate": GaugeMetricFamily(
+                "kotae_evaluation_rate",
+                "Rolling rate of a metric (numerator ÷ denominator).",
+                labels=LABELS + ["metric"],
+            ),
+            "numerator": GaugeMetricFamily(
+                "kotae_evaluation_numerator", "Rolling numerator of a metric.", labels=LABELS + ["metric"]
+            ),
+            "denominator": GaugeMetricFamily(
+                "kotae_evaluation_denominator",
+                "Rolling denominator of a metric (judged answers or claims).",
+                labels=LABELS + ["metric"],
+            ),
+            "unknown": GaugeMetricFamily(
+                "kotae_evaluation_unknown",
+                "Answers in the window whose metric could not be judged.",
+                labels=LABELS + ["metric"],
+            ),
         }
-        attempts = GaugeMetricFamily("kotae_evaluation_window_attempts", "Evaluations in the rolling window.", labels=LABELS)
-        failed = GaugeMetricFamily("kotae_evaluation_window_failed", "Evaluations in the window that failed as a whole.", labels=LABELS)
+        attempts = GaugeMetricFamily(
+            "kotae_evaluation_window_attempts", "Evaluations in the rolling window.", labels=LABELS
+        )
+        failed = GaugeMetricFamily(
+            "kotae_evaluation_window_failed", "Evaluations in the window that failed as a whole.", labels=LABELS
+        )
         for key, evs in groups.items():
             labels = list(key)
             try:
@@ -88,7 +106,9 @@ class RollingRates(Collector):
                 families["numerator"].add_metric(labels + [metric], m["numerator"])
                 families["denominator"].add_metric(labels + [metric], m["denominator"])
                 families["unknown"].add_metric(labels + [metric], m["unknown"])
-        total = CounterMetricFamily("kotae_evaluations", "Evaluations since the process started.", labels=LABELS + ["status"])
+        total = CounterMetricFamily(
+            "kotae_evaluations", "Evaluations since the process started.", labels=LABELS + ["status"]
+        )
         for (key, status), n in sorted(totals.items()):
             total.add_metric(list(key) + [status], n)
         yield from families.values()

@@ -8,7 +8,6 @@ completed and failed counts and the metric's unknowns (see ``counting.py``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import defaultdict
 from datetime import datetime, timedelta
@@ -18,10 +17,10 @@ from typing import Any
 import nats
 from nats.js.api import DeliverPolicy
 
+from kotae.bus.connection import connect_options
 from kotae.contracts import EvaluationV1, subjects
-from kotae.bus.access import connect_options
-from kotae.settings import Settings
 from kotae.services.evaluator.counting import JUDGEMENTS, SCORES, grouped, judgement_ratio, score_ratio, summarize
+from kotae.settings import Settings
 
 METRICS = SCORES + JUDGEMENTS
 
@@ -43,7 +42,7 @@ async def collect_evaluations(settings: Settings, url: str, *, idle: float = 0.5
         while seen < total:
             try:
                 msg = await sub.next_msg(timeout=idle * 10)
-            except (asyncio.TimeoutError, nats.errors.TimeoutError):
+            except (TimeoutError, nats.errors.TimeoutError):
                 break
             seen += 1
             try:
@@ -112,8 +111,12 @@ def rates_over_time(evaluations: list[EvaluationV1], *, buckets: int = 24) -> li
         points = []
         for start, items in sorted(by_bucket.items()):
             done = [e for e in items if e.status == "ok"]
-            rates = {n: score_ratio(done, n).as_dict() for n in SCORES} | {n: judgement_ratio(done, n).as_dict() for n in JUDGEMENTS}
-            points.append({"start": start.isoformat(), "attempts": len(items), "failed": len(items) - len(done), "metrics": rates})
+            rates = {n: score_ratio(done, n).as_dict() for n in SCORES} | {
+                n: judgement_ratio(done, n).as_dict() for n in JUDGEMENTS
+            }
+            points.append(
+                {"start": start.isoformat(), "attempts": len(items), "failed": len(items) - len(done), "metrics": rates}
+            )
         series.append({"group": " · ".join(key), "points": points})
     return series
 
@@ -128,14 +131,22 @@ def write_png(evaluations: list[EvaluationV1], path: Path) -> Path:
     series = rates_over_time(evaluations)
     fig, axes = plt.subplots(4, 2, figsize=(12, 12), sharex=True, sharey=True)
     starts = [datetime.fromisoformat(p["start"]) for s in series for p in s["points"]]
-    for ax, name in zip(axes.flat, METRICS):
+    for ax, name in zip(axes.flat, METRICS, strict=False):
         for s in series:
             xs = [datetime.fromisoformat(p["start"]) for p in s["points"]]
             ms = [p["metrics"][name] for p in s["points"]]
             ax.plot(xs, [float("nan") if m["rate"] is None else m["rate"] for m in ms], marker="o", label=s["group"])
-            for x, m in zip(xs, ms):  # counts beside each point: a small sample must not pass for a percentage
+            for x, m in zip(
+                xs, ms, strict=True
+            ):  # counts beside each point: a small sample must not pass for a percentage
                 if m["rate"] is not None:
-                    ax.annotate(f"{m['numerator']:g}/{m['denominator']:g}", (x, m["rate"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+                    ax.annotate(
+                        f"{m['numerator']:g}/{m['denominator']:g}",
+                        (x, m["rate"]),
+                        textcoords="offset points",
+                        xytext=(4, 4),
+                        fontsize=7,
+                    )
         ax.set_title(name)
         ax.set_ylim(-0.05, 1.1)
         ax.grid(alpha=0.3)

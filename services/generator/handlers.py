@@ -2,82 +2,69 @@
 
 from __future__ import annotations
 
-from faststream.nats import NatsRouter
-
-from kotae.bus.edge import StageEdge
-from kotae.contracts import AnswerV1, DraftV1, RerankV1, subjects
+from kotae.contracts import AnswerV1, DraftV1, RerankV1
+from kotae.knowledge.embeddings import LazyEmbedder
 from kotae.providers import ChatModel
-from kotae.settings import Settings
-from kotae.tracing import current_trace_id
 from kotae.services.generator.logic import Draft, extractive_answer
 from kotae.services.generator.model import model_answer
 from kotae.services.generator.persona import load_persona
+from kotae.settings import Settings
+from kotae.stage import Bus, Handler
+
+STAGE = "generator"
 
 
-def build_router(settings: Settings) -> NatsRouter:
-    edge = StageEdge("generator", settings)
-    router = edge.router()
-    edge.output(subjects.DRAFT, DraftV1, "A cited draft, not yet verified.")
-    edge.output(subjects.answer("unanswered"), AnswerV1, "The documents do not answer: the fixed not-found sentence.")
-    edge.fail_on_exhausted(RerankV1)
-
+def build_handler(settings: Settings, bus: Bus) -> Handler[RerankV1]:
     persona = load_persona(settings.persona_file)
-    model = ChatModel.from_settings(settings, settings.generator_model, setting="KOTAE_GENERATOR_MODEL") if settings.generator_model else None
+    model = ChatModel.configured(settings, "generator_model")
+    # The retriever's embedding model, for quoting evidence in another language than the comment's.
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    embedder = LazyEmbedder(settings.embedding_model, api_key=key)
 
     async def generate(rerank: RerankV1) -> Draft:
         if model is not None:
-            return await model_answer(rerank.comment, rerank, model, persona, max_sentences=settings.max_answer_sentences)
+            return await model_answer(
+                rerank.comment,
+                rerank,
+                model,
+                persona,
+                max_sentences=settings.max_answer_sentences,
+                reask=settings.model_reask,
+                prompt_version=settings.generator_prompt,
+            )
         return extractive_answer(
             rerank.comment,
             rerank,
             max_sentences=settings.max_answer_sentences,
             max_chars=persona.max_spoken_chars[rerank.comment.lang],
+            embedder=embedder,
         )
 
-    @router.subscriber(**edge.subscription(description="Draft a cited answer from the reranked evidence."))
-    async def on_rerank(rerank: RerankV1) -> None:
+    async def on_rerank(rerank: RerankV1) -> DraftV1 | AnswerV1:
         draft = await generate(rerank)
-        methods = {**rerank.methods, "generator": draft.method}
-        calls = [*rerank.model_calls, *draft.calls]
-        common = {
-            "comment_id": rerank.comment_id,
-            "stream_id": rerank.stream_id,
-            "comment": rerank.comment,
-            "methods": methods,
-            "degraded": rerank.degraded,
-            "degraded_reason": rerank.degraded_reason,
-            "model_calls": calls,
-        }
+        carried = {"stage": STAGE, "method": draft.method, "calls": draft.calls, "degraded": draft.degraded}
         if draft.not_found:
             # Nothing is claimed, so there is nothing to verify: the fixed sentence is the answer.
-            await edge.publish(
-                subjects.answer("unanswered"),
-                AnswerV1(
-                    **common,
-                    outcome="unanswered",
-                    answer=draft.answer,
-                    speech=draft.speech,
-                    reason="not_found: the documents do not answer the question",
-                    docs=rerank.docs,
-                    trace_id=current_trace_id(),
-                ),
-            )
-            return
-        await edge.publish(
-            subjects.DRAFT,
-            DraftV1(
-                **common,
-                docs=rerank.docs,
-                faq=rerank.faq,
+            return rerank.forward(
+                AnswerV1,
+                **carried,
+                outcome="unanswered",
                 answer=draft.answer,
                 speech=draft.speech,
-                citations=draft.citations,
-                slide=rerank.slide,
-                not_found=False,
-                citation_check=draft.check,
-                method=draft.method,
-                prompt_version=draft.prompt_version,
-            ),
+                reason=draft.not_found_reason,
+                docs=rerank.docs,
+            )
+        return rerank.forward(
+            DraftV1,
+            **carried,
+            docs=rerank.docs,
+            faq=rerank.faq,
+            answer=draft.answer,
+            speech=draft.speech,
+            citations=draft.citations,
+            slide=rerank.slide,
+            citation_check=draft.check,
+            prompt_version=draft.prompt_version,
         )
 
-    return router
+    return Handler(on_rerank)

@@ -1,22 +1,28 @@
 """What the generator does: a short, speakable answer with a citation after every claim.
 
 This module holds the offline method, ``extractive``: it quotes the sentences
-of the evidence that best answer the question, each followed by the number of
+of the evidence that answer the question (sentence_choice.py: those that fill
+its slot among those that address what it asks), each followed by the number of
 the block it came from. It never writes a word that is not in the evidence, so
 the comment (and any instruction hidden in it) can only choose *which*
-sentences are quoted. When no sentence shares a content word with the question,
-or none is in the comment's language, it says the fixed not-found sentence.
+sentences are quoted. When the evidence is in another language (an English
+question over Japanese documents), it quotes the sentence a multilingual
+embedding puts nearest the question among those giving the kind of answer asked
+for (across_languages.py). When no sentence addresses the question, it says the
+fixed not-found sentence, with the reason.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
-from kotae.citations import Block, cited_numbers, citation_check, numbered_blocks, strip_markers
+from kotae.citations import Block, citation_check, cited_numbers, numbered_blocks, strip_markers, title_label
 from kotae.contracts import Citation, CitationCheck, CommentV1, ModelCall, RerankV1
+from kotae.knowledge.embeddings import Embedder
 from kotae.knowledge.text import search_tokens, split_sentences
+from kotae.services.generator.across_languages import choose_across_languages
+from kotae.services.generator.sentence_choice import choose
 
 METHOD = "extractive"
 
@@ -37,12 +43,22 @@ class Draft:
     used: list[int] = field(default_factory=list)
     prompt_version: str | None = None
     calls: list[ModelCall] = field(default_factory=list)
+    reason: str | None = None  # why nothing was found, for the unanswered outcome
+    degraded: str | None = None  # why the model's reply was not used, when the offline method answered instead
+
+    @property
+    def not_found_reason(self) -> str:
+        """The reason of the ``unanswered`` outcome a not-found draft ends in."""
+        detail = self.reason or "the documents do not answer the question"
+        return f"not_found: {detail}"
 
 
 def not_found_draft(lang: str, block_count: int, *, method: str = METHOD, **extra: object) -> Draft:
     """The fixed not-found sentence: it claims nothing, so it cites nothing."""
     text = NOT_FOUND[lang]
-    return Draft(text, text, [], citation_check(text, block_count, exempt=(text,)), not_found=True, method=method, **extra)  # type: ignore[arg-type]
+    return Draft(
+        text, text, [], citation_check(text, block_count, exempt=(text,)), not_found=True, method=method, **extra
+    )  # type: ignore[arg-type]
 
 
 def fit_spoken(answer: str, lang: str, max_chars: int) -> str:
@@ -95,54 +111,8 @@ def _cite(sentence: str, n: int) -> str:
     """Put ``[n]`` before the sentence's closing punctuation (Japanese) or after it."""
     m = re.search(r"[。．!?！？.]+$", sentence)
     if m and sentence[m.start() - 1 : m.start()] != "]":
-        return f"{sentence[: m.start()]}[{n}]{sentence[m.start():]}"
+        return f"{sentence[: m.start()]}[{n}]{sentence[m.start() :]}"
     return f"{sentence}[{n}]"
-
-
-# What a question asks for, and the shape of a sentence that can answer it.
-_ASKS = [
-    (re.compile(r"いくら|幾ら|費用|予算|料金|値段|how much|cost|price|fee|budget", re.I), re.compile(r"\d[\d,.]*\s*(万|億|千)?\s*(円|yen|ドル)|¥|無料|free", re.I)),
-    (re.compile(r"いつ|何日|何月|何時|when|what time|what date", re.I), re.compile(r"\d+\s*(年|月|日|時)|\d{1,2}:\d{2}|a\.m\.|p\.m\.|January|February|March|April|May|June|July|August|September|October|November|December", re.I)),
-    (re.compile(r"何人|何か所|何カ所|何個|何台|何本|いくつ|how many|number of", re.I), re.compile(r"\d+\s*(人|か所|カ所|ヶ所|個|台|本|校|件|つ)|\b\d+\b|\b(one|two|three|four|five|six|seven|eight|nine|ten)\b", re.I)),
-    (re.compile(r"どこ|どの場所|where", re.I), re.compile(r"駅|町|市役所|庁舎|場所|プラザ|公園|港|\bat\b|\bin\b", re.I)),
-]
-
-
-def _asks_for(question: str) -> re.Pattern[str] | None:
-    """The shape of fact the question asks for (an amount, a date, a count, a place), if any."""
-    for asks, shape in _ASKS:
-        if asks.search(question):
-            return shape
-    return None
-
-
-def _candidates(question: list[str], blocks: list[Block], lang: str, raw_question: str = "") -> list[_Candidate]:
-    sentences = [(b, s) for b in blocks for s in split_sentences(_quotable(b))]
-    token_sets = [set(search_tokens(s)) for _, s in sentences]
-    df: dict[str, int] = {}
-    for toks in token_sets:
-        for t in toks:
-            df[t] = df.get(t, 0) + 1
-    n = max(1, len(sentences))
-    q = set(question)
-    overlaps = [sum(math.log(1 + n / df[t]) for t in q & toks) for toks in token_sets]
-    block_best: dict[int, float] = {}
-    for (block, _), overlap in zip(sentences, overlaps):
-        block_best[block.n] = max(block_best.get(block.n, 0.0), overlap)
-    shape = _asks_for(raw_question)
-    out = []
-    for rank, ((block, sentence), overlap) in enumerate(zip(sentences, overlaps)):
-        if (block.lang or lang) != lang or block_best[block.n] <= 0:
-            continue
-        # A sentence holding the kind of fact asked for ("いくら" → an amount) is
-        # worth most of its block's best match even when it repeats no word of the question.
-        if shape is not None and shape.search(sentence):
-            overlap += 0.75 * block_best[block.n]
-        if overlap <= 0:
-            continue
-        # Earlier (better-ranked) blocks win ties.
-        out.append(_Candidate(block, sentence, overlap / (1 + 0.15 * (block.n - 1)), rank))
-    return out
 
 
 def _quotable(block: Block) -> str:
@@ -164,8 +134,21 @@ def _same_content(a: str, b: str) -> bool:
     return len(ta & tb) / len(ta | tb) >= 0.6
 
 
-def extractive_answer(comment: CommentV1, rerank: RerankV1, *, max_sentences: int, max_chars: int | None = None) -> Draft:
-    """Quote the best-matching evidence sentences, each with its citation.
+def extractive_answer(
+    comment: CommentV1,
+    rerank: RerankV1,
+    *,
+    max_sentences: int,
+    max_chars: int | None = None,
+    embedder: Embedder | None = None,
+) -> Draft:
+    """Quote the evidence sentences that answer the question, each with its citation.
+
+    The sentences are chosen by :func:`sentence_choice.choose`: the one that fills the
+    question's slot best among those that address what it asks, and a second only when it adds
+    to the answer. No evidence in the comment's language: with ``embedder``, the one sentence
+    :func:`across_languages.choose_across_languages` picks. Nothing relevant: the not-found
+    draft, with the reason.
 
     Example::
 
@@ -174,20 +157,30 @@ def extractive_answer(comment: CommentV1, rerank: RerankV1, *, max_sentences: in
     """
     blocks = numbered_blocks(rerank.docs, rerank.faq)
     lang = comment.lang
-    question = search_tokens(comment.normalized)
-    ranked = sorted(_candidates(question, blocks, lang, comment.normalized), key=lambda c: (-c.score, c.rank))
-    if not ranked:
-        return not_found_draft(lang, len(blocks))
-    best = ranked[0].score
-    chosen = [ranked[0]]
-    for cand in ranked[1:]:
-        if len(chosen) >= max_sentences:
-            break
-        if cand.score >= 0.5 * best and not any(_same_content(cand.sentence, c.sentence) for c in chosen):
+    sentences = [(b, s) for b in blocks if (b.lang or lang) == lang for s in split_sentences(_quotable(b))]
+    if sentences:
+        picked = choose(comment.normalized, sentences, max_sentences=max_sentences)
+    elif embedder is not None and blocks:
+        picked = choose_across_languages(
+            comment.normalized, [(b, s) for b in blocks for s in split_sentences(_quotable(b))], embedder
+        )
+    else:
+        picked = choose(comment.normalized, [], max_sentences=max_sentences)
+    if not picked.chosen:
+        return not_found_draft(lang, len(blocks), reason=picked.reason)
+    chosen = [picked.chosen[0]]
+    for cand in picked.chosen[1:]:
+        if not any(_same_content(cand.sentence, c.sentence) for c in chosen):
             chosen.append(cand)
-    chosen.sort(key=lambda c: c.rank)
-    sep = "" if lang == "ja" else " "
-    answer = sep.join(_cite(c.sentence, c.block.n) for c in chosen)
+    chosen.sort(key=lambda c: c.order)
+    said = chosen[0].block.lang or lang  # the language quoted, which may not be the comment's
+    sep = "" if said == "ja" else " "
+    answer = sep.join(
+        _cite(
+            title_label(picked.label) + c.sentence if picked.label and c is picked.chosen[0] else c.sentence, c.block.n
+        )
+        for c in chosen
+    )
     if max_chars is not None:
-        answer = fit_spoken(answer, lang, max_chars)
+        answer = fit_spoken(answer, said, max_chars)
     return draft_from_text(answer, blocks, method=METHOD)

@@ -4,6 +4,12 @@ Each comment is published inside an ``ingest`` span, which becomes the root of
 the comment's trace; the broker's trace middleware carries it onward in
 ``traceparent`` (see :mod:`kotae.tracing`). The platform's message id is the ``Nats-Msg-Id``, so a resend
 within JetStream's duplicate window is stored once.
+
+A moderation event (a deleted comment, a banned viewer) is published as
+``moderation.v1`` with the platform's id of the event as its ``Nats-Msg-Id``; the
+banned viewer is named as their comments name them (the same salted hash).
+A comment carries what the platform says of its author beyond the id: whether
+they are a member, and their display name when the id stands in for it.
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ from faststream.nats import NatsBroker
 from opentelemetry.trace import Tracer
 
 from kotae.bus.edge import msg_id
-from kotae.contracts import AnswerV1, CommentV1, subjects
-from kotae.tracing import current_trace_id
-from kotae.services.ingest.sources import RawComment
 from kotae.clarify import ClarifyStore
+from kotae.contracts import AnswerV1, CommentV1, ModerationV1, subjects
 from kotae.logs import get_logger
-from kotae.services.ingest.triage import Dropped, Triage, order_for_publishing
+from kotae.services.ingest.sources import ChatItem, RawComment, RawModeration
+from kotae.services.ingest.triage import Dropped, Triage, hash_author, hash_user_id, order_for_publishing
+from kotae.tracing import current_trace_id
 
 log = get_logger("kotae.ingest")
 
@@ -63,7 +69,7 @@ class Ingestor:
         self.session = session
         self.publish_deadline_s = 60.0
 
-    async def _publish(self, subject: str, message: CommentV1 | AnswerV1) -> bool:
+    async def _publish(self, subject: str, message: CommentV1 | AnswerV1 | ModerationV1) -> bool:
         """Publish and wait for the stream's ack; True when the bus already had it.
 
         A stream without a leader for a moment (a node lost, an election) or a
@@ -73,20 +79,31 @@ class Ingestor:
         """
         origin = f"{message.stream_id}:{self.session}"
         payload = message.model_dump_json().encode()
-        headers = {"Nats-Msg-Id": msg_id(message.comment_id, origin, "ingest", subject), "content-type": "application/json"}
+        if isinstance(message, ModerationV1):
+            about = message.platform_id or message.message_id  # a platform's resend is stored once
+        else:
+            about = message.comment_id
+        headers = {
+            "Nats-Msg-Id": msg_id(about, origin, "ingest", subject),
+            "content-type": "application/json",
+        }
         deadline = time.monotonic() + self.publish_deadline_s
         pause = 0.2
         while True:
             try:
                 ack = await self.broker.publish(
-                    payload, subject, stream=subjects.stream_of(subject), headers=headers,
-                    correlation_id=message.comment_id, timeout=10.0,
+                    payload,
+                    subject,
+                    stream=subjects.stream_of(subject),
+                    headers=headers,
+                    correlation_id=message.comment_id or about,
+                    timeout=10.0,
                 )
                 return bool(ack is not None and ack.duplicate)
             except _BUS_UNAVAILABLE as exc:
                 if time.monotonic() + pause > deadline:
                     raise
-                log.warning("ingest.publish_retry", comment_id=message.comment_id, error=type(exc).__name__, pause_s=pause)
+                log.warning("ingest.publish_retry", comment_id=about, error=type(exc).__name__, pause_s=pause)
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 2.0)
 
@@ -94,7 +111,7 @@ class Ingestor:
         if not raw.author:
             return False
         if self._clarify is None:
-            js = self.broker.config.connection_state.stream
+            js = self.broker.connection.jetstream()
             self._clarify = await ClarifyStore.open(js, self.clarify_ttl_s)
         return await self._clarify.waiting(self.triage.stream_id, self.triage.author_of(raw))
 
@@ -102,9 +119,43 @@ class Ingestor:
         """Triage and publish one comment."""
         return (await self.ingest_many([raw]))[0]
 
-    async def ingest_many(self, raws: list[RawComment]) -> list[Ingested]:
+    async def ingest_many(self, items: list[ChatItem]) -> list[Ingested]:
         """Triage a batch (one model call per ``batch_size`` when a model classifies) and
-        publish it, Super Chats and fresh questions first; results in input order."""
+        publish it, Super Chats and fresh questions first, moderation events after; results in input order."""
+        raws = [item for item in items if isinstance(item, RawComment)]
+        done = {id(raw): result for raw, result in zip(raws, await self._ingest_comments(raws), strict=True)}
+        for item in items:
+            if isinstance(item, RawModeration):
+                done[id(item)] = await self.moderate(item)
+        return [done[id(item)] for item in items]
+
+    def author_of(self, item: RawModeration) -> str:
+        """The viewer a moderation event names, as their comments name them on the bus."""
+        if item.author_id:
+            return hash_user_id(item.author_id, self.triage.salt)
+        return hash_author(item.author, self.triage.salt)
+
+    async def moderate(self, item: RawModeration) -> Ingested:
+        """Publish one moderation event: nothing of that comment, or of that viewer, airs."""
+        event = ModerationV1(
+            stream_id=self.triage.stream_id,
+            action=item.action,
+            comment_id=item.comment_id,
+            author=self.author_of(item) if item.action == "user_banned" else None,
+            ban_type=item.ban_type,
+            ban_duration_s=item.ban_duration_s,
+            source=self.triage.source,
+            platform_id=item.id,
+            at=item.published_at,
+        )
+        duplicate = await self._publish(subjects.moderation(item.action), event)
+        target = item.comment_id or event.author or item.id
+        log.info("ingest.moderation", action=item.action, target=target, duplicate=duplicate)
+        return Ingested(target, "moderation", duplicate, origin=event.message_id, reason=item.action)
+
+    async def _ingest_comments(self, raws: list[RawComment]) -> list[Ingested]:
+        if not raws:
+            return []
         fresh = [raw for raw in raws if raw.id not in self.triage.seen]
         awaiting = {raw.id for raw in fresh if await self._awaiting_reply(raw)}
         decisions = await self.triage.admit_batch(raws, awaiting=awaiting)
@@ -119,7 +170,7 @@ class Ingestor:
             trace_id = current_trace_id()
             if isinstance(admitted, Dropped):
                 span.set_attribute("kotae.triage", "dropped")
-                c = admitted.comment
+                c = _with_author_details(admitted.comment, raw)
                 answer = AnswerV1(
                     comment_id=c.comment_id,
                     stream_id=c.stream_id,
@@ -135,5 +186,15 @@ class Ingestor:
                 duplicate = await self._publish(subjects.answer("dropped"), answer)
                 return Ingested(raw.id, "dropped", duplicate, trace_id, c.message_id, admitted.reason)
             span.set_attribute("kotae.triage", "admitted")
+            admitted = _with_author_details(admitted, raw)
             duplicate = await self._publish(subjects.COMMENT, admitted)
             return Ingested(raw.id, "admitted", duplicate, trace_id, admitted.message_id, priority=admitted.priority)
+
+
+def _with_author_details(comment: CommentV1, raw: RawComment) -> CommentV1:
+    """What the platform says of the author beyond the id triage made: membership, and the display
+    name when a hashed id stands in for it (the overlay shows names, the bus keys on ids)."""
+    name = raw.author if raw.author and raw.author != comment.author else None
+    if not raw.member and name is None:
+        return comment
+    return comment.model_copy(update={"member": raw.member, "author_name": name})

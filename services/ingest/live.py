@@ -1,7 +1,7 @@
 """Running a live source: batches of comments in, triaged and published, one status line out each.
 
 A live source (YouTube, OneComme, standard input) is an async iterator of
-batches; each batch is triaged together (one model call per batch when a model
+batches of comments and moderation events; each batch is triaged together (one model call per batch when a model
 classifies) and published with session ``live``, so a platform resend is stored
 once even across restarts. Unlike ``kotae replay``, nothing waits for answers:
 the command prints what ingest did with each comment and keeps going until the
@@ -22,19 +22,24 @@ from kotae.bus.topology import ensure_streams
 from kotae.logs import get_logger
 from kotae.runtime import make_broker
 from kotae.services.ingest.handlers import Ingested, Ingestor
-from kotae.services.ingest.sources import RawComment
+from kotae.services.ingest.sources import ChatItem
 from kotae.services.ingest.triage import Triage
 from kotae.settings import Settings
 from kotae.tracing import build_tracer_provider
 
 log = get_logger("kotae.ingest")
 
-SourceFactory = Callable[[JetStreamContext], AsyncIterator[list[RawComment]]]
+SourceFactory = Callable[[JetStreamContext], AsyncIterator[list[ChatItem]]]
 
 
 def status_line(result: Ingested) -> str:
     """One JSONL line of ``kotae ingest youtube|onecomme``: what happened to a comment."""
-    record = {"comment_id": result.comment_id, "status": result.status, "priority": result.priority, "reason": result.reason}
+    record = {
+        "comment_id": result.comment_id,
+        "status": result.status,
+        "priority": result.priority,
+        "reason": result.reason,
+    }
     if result.duplicate:
         record["status"] = "resend"  # the bus had it already (a restart re-read a page)
     return json.dumps(record, ensure_ascii=False)
@@ -50,10 +55,12 @@ async def run_live(
     await broker.connect()
     counts: Counter[str] = Counter()
     try:
-        js = broker.config.connection_state.stream
+        js = broker.connection.jetstream()
         await ensure_streams(js, settings)
         triage = Triage.from_settings(settings, source=source_name)
-        ingestor = Ingestor(broker, triage, provider.get_tracer("kotae.ingest"), session="live", clarify_ttl_s=settings.clarify_ttl_s)
+        ingestor = Ingestor(
+            broker, triage, provider.get_tracer("kotae.ingest"), session="live", clarify_ttl_s=settings.clarify_ttl_s
+        )
         async for batch in source(js):
             if not batch:
                 continue

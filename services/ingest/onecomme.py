@@ -7,6 +7,11 @@ ones, both as ``data.comments``: a list of ``{id, service, name, url, data}``
 where ``data`` holds the comment (``id``, ``userId``, ``name``/``displayName``,
 ``comment`` as escaped HTML with emoji as ``<img>``, ``timestamp`` in
 milliseconds, ``isOwner``, ``hasGift``, ``price``, ``unit``, ``paidText``).
+A ``deleted`` frame (a moderator removed comments on the platform, or the
+streamer in OneComme) becomes one ``message_deleted`` moderation event per
+comment; OneComme's documentation of that frame is incomplete, so its ``data``
+is read as a list of comments (each an entry like those of ``comments``, or a
+bare id), or an object holding such a list under ``comments`` or ``ids``.
 Other frame types are ignored.
 
 The streamer's own lines (``isOwner``) are not viewers' questions and are
@@ -23,7 +28,7 @@ import html
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,14 +37,28 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from kotae.contracts import SuperChat
 from kotae.logs import get_logger
-from kotae.services.ingest.sources import RawComment
+from kotae.services.ingest.sources import ChatItem, RawComment, RawModeration
 
 log = get_logger("kotae.ingest.onecomme")
 
 _TAG = re.compile(r"<img[^>]*\balt=\"([^\"]*)\"[^>]*>|<[^>]+>", re.IGNORECASE)
 _CURRENCY_SYMBOLS = {
-    "¥": "JPY", "￥": "JPY", "円": "JPY", "$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "₩": "KRW",
-    "CA$": "CAD", "A$": "AUD", "NT$": "TWD", "HK$": "HKD", "₱": "PHP", "₹": "INR", "R$": "BRL", "MX$": "MXN",
+    "¥": "JPY",
+    "￥": "JPY",
+    "円": "JPY",
+    "$": "USD",
+    "US$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "₩": "KRW",
+    "CA$": "CAD",
+    "A$": "AUD",
+    "NT$": "TWD",
+    "HK$": "HKD",
+    "₱": "PHP",
+    "₹": "INR",
+    "R$": "BRL",
+    "MX$": "MXN",
 }
 
 
@@ -68,7 +87,7 @@ def currency_of(unit: str | None, paid_text: str | None) -> str:
 
 def _published(value: Any) -> datetime | None:
     if isinstance(value, int | float) or (isinstance(value, str) and value.isdigit()):
-        return datetime.fromtimestamp(int(value) / 1000, timezone.utc)
+        return datetime.fromtimestamp(int(value) / 1000, UTC)
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -104,7 +123,11 @@ def parse_frame(frame: str | bytes) -> list[RawComment]:
             text = comment_text(str(data.get("comment") or ""))
             price = data.get("price")
             paid = bool(data.get("hasGift")) and isinstance(price, int | float) and price > 0
-            superchat = SuperChat(amount=float(price), currency=currency_of(data.get("unit"), data.get("paidText"))) if paid else None
+            superchat = (
+                SuperChat(amount=float(price), currency=currency_of(data.get("unit"), data.get("paidText")))
+                if paid
+                else None
+            )
             if not text:
                 if superchat is None:
                     continue  # a sticker or an image alone: nothing to read
@@ -124,13 +147,42 @@ def parse_frame(frame: str | bytes) -> list[RawComment]:
     return comments
 
 
+def _deleted_ids(data: Any) -> list[str]:
+    if isinstance(data, dict):
+        data = data.get("comments") or data.get("ids") or []
+    ids = []
+    for entry in data if isinstance(data, list) else []:
+        if isinstance(entry, str | int):
+            ids.append(str(entry))
+        elif isinstance(entry, dict):
+            inner = entry.get("data") if isinstance(entry.get("data"), dict) else entry
+            if inner.get("id") is not None:
+                ids.append(str(inner["id"]))
+    return ids
+
+
+def parse_deletions(frame: str | bytes) -> list[RawModeration]:
+    """The comments a ``deleted`` frame withdraws, as moderation events (none for other frames)."""
+    try:
+        message = json.loads(frame)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return []
+    if not isinstance(message, dict) or message.get("type") != "deleted":
+        return []
+    stamp = datetime.now(UTC)
+    return [
+        RawModeration(id=f"onecomme-deleted:{cid}", action="message_deleted", comment_id=cid, published_at=stamp)
+        for cid in dict.fromkeys(_deleted_ids(message.get("data")))
+    ]
+
+
 class OneCommeFeed:
     """Batches of comments from OneComme's WebSocket, one batch per frame.
 
     Example::
 
         async for batch in OneCommeFeed("ws://127.0.0.1:11180/sub").batches():
-            await ingestor.ingest_many(batch)
+            await ingestor.ingest_many(batch)      # comments, and the moderation events of `deleted` frames
 
     ``reconnect``: keep reconnecting (with a pause that doubles up to
     ``max_pause_s``) when the connection drops or cannot be made; otherwise the
@@ -147,7 +199,9 @@ class OneCommeFeed:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         if not url.startswith(("ws://", "wss://")):
-            raise OneCommeError(f"KOTAE_ONECOMME_URL={url!r}: expected a ws:// or wss:// URL such as ws://127.0.0.1:11180/sub")
+            raise OneCommeError(
+                f"KOTAE_ONECOMME_URL={url!r}: expected a ws:// or wss:// URL such as ws://127.0.0.1:11180/sub"
+            )
         self.url = url
         self.reconnect = reconnect
         self.pause_s = pause_s
@@ -155,7 +209,7 @@ class OneCommeFeed:
         self.sleep = sleep
         self.connections = 0
 
-    async def batches(self) -> AsyncIterator[list[RawComment]]:
+    async def batches(self) -> AsyncIterator[list[ChatItem]]:
         failures = 0
         while True:
             try:
@@ -164,12 +218,12 @@ class OneCommeFeed:
                     failures = 0
                     log.info("onecomme.connected", url=self.url)
                     async for frame in ws:
-                        batch = parse_frame(frame)
+                        batch: list[ChatItem] = [*parse_frame(frame), *parse_deletions(frame)]
                         if batch:
                             yield batch
             except InvalidURI as exc:
                 raise OneCommeError(f"KOTAE_ONECOMME_URL={self.url!r}: {exc}") from None
-            except (ConnectionClosed, InvalidHandshake, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, ConnectionClosed, InvalidHandshake, OSError) as exc:
                 failures += 1
                 log.warning("onecomme.disconnected", url=self.url, error=type(exc).__name__, attempt=failures)
                 if not self.reconnect:

@@ -40,7 +40,7 @@ class KvState:
         self.kv = kv
 
     @classmethod
-    async def open(cls, js: JetStreamContext, bucket: str) -> "KvState":
+    async def open(cls, js: JetStreamContext, bucket: str) -> KvState:
         try:
             kv = await js.key_value(bucket)
         except BucketNotFoundError:

@@ -5,11 +5,14 @@ platform id; then, in this order:
 
 1. **blocklist** — configured abuse words and spam-link patterns end the comment
    as ``dropped`` (``blocked: …``), Super Chats included;
-2. **question detector** — questions and requests go on; chatter ends as
-   ``dropped`` (``not_a_question: …``). The offline method ``question_rules`` is
-   a set of Japanese and English patterns; the ``model`` method asks a chat model
-   about a whole batch of comments in one call and falls back to the rules (the
-   output says so) when the model fails. Super Chats skip this step;
+2. **question detector** — everything that may be a question goes on; only
+   certain chatter ends as ``dropped`` (``not_a_question: …``). The offline
+   method ``question_rules`` (:mod:`kotae.services.ingest.chatter`) drops
+   laughter, applause, emoji, greetings, reactions and remarks on the stream,
+   and keeps bare keywords, は-endings, hearsay, requests and complaints for the
+   retriever's gate; the ``model`` method asks a chat model about a whole batch
+   of comments in one call and falls back to the rules (the output says so) when
+   the model fails. Super Chats skip this step;
 3. **merging** — a question nearly identical to one admitted within the merge
    window ends as ``dropped`` with ``merged_into`` naming the earlier comment;
 4. **rate limit** — at most ``admit_per_minute`` comments per minute of chat
@@ -29,13 +32,14 @@ import secrets
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kotae.contracts import CommentV1
 from kotae.knowledge.records import detect_lang
 from kotae.knowledge.text import normalize, search_tokens
+from kotae.services.ingest.chatter import is_question
 from kotae.services.ingest.sources import RawComment
 
 if TYPE_CHECKING:
@@ -44,64 +48,8 @@ if TYPE_CHECKING:
 
 METHOD = "question_rules"
 MODEL_METHOD = "model"
-PROMPT_VERSION = "triage.v1"
+PROMPT_VERSION = "triage.v2"
 PROMPTS = Path(__file__).parent / "prompts"
-
-# --- the offline question detector --------------------------------------------
-
-_JA_QUESTION = re.compile(
-    r"(何|なに|なん[でだの?]|いつ|どこ|どれ|どの|どう|どんな|どっち|誰|だれ|なぜ|なんで|いくら|幾ら|いくつ|何人|何か所|"
-    r"ですか|ますか|でしょうか|ません?か|んですか|のか|かな|っけ|教えて|知りたい|ください|下さい|てほしい|て欲しい|"
-    r"ある\?|あるの|なるの|できる\?|できるの|出来る\?|本当|ほんと|予定は|って\?|は\?|なの\?|の\?|か\?)"
-)
-_JA_FINAL = re.compile(r"(か|の|かな|っけ|って|てよ|てね|てる\?|たい\?)[\s!?。]*$")
-# Requests and implicit asks: "聞きたい", "詳しく", "気になる" (I wonder about …), "わからない" (I can't find …).
-_JA_REQUEST = re.compile(r"(聞きたい|聞かせて|説明して|詳しく|お願いします|おしえて|知りたい|気になる|気になります|わからない|分からない)")
-# Question words used as adverbs or exclamations ask nothing: いつも, どこでも, 何回, 何これ,
-# 本当に, どうしよう, そういうことか. They are removed before the question patterns run.
-_JA_NOT_ASKING = re.compile(
-    r"(いつも|いつでも|どこでも|どこまでも|何回|何度|何これ|なにこれ|何この|本当に|ほんとに|ほんとそれ|どうしよう|"
-    r"どうも|ありがとう|ことか|そうか)"
-)
-# Chatter that the patterns above would take for a question: rhetorical or
-# exclamatory endings that ask nothing of the stream.
-_JA_CHATTER = re.compile(
-    r"^(こんばんは|こんにちは|おはよう|おつかれ|お疲れ|おやすみ|初見|きたー|キター|かわいい|かわいすぎ|すごい|すご|えらい|"
-    r"ありがとう|がんばれ|頑張れ|がんばって|頑張って|待ってた|わかる|それな|まじか|マジか|なるほど|たしかに|確かに|いいね|草|うける|ウケる)"
-    r"[^?]*$"
-)
-_EN_QUESTION = re.compile(
-    r"^(what|when|where|who|whom|why|how|which|is|are|can|could|do|does|did|will|would|should|has|have|"
-    r"tell|explain|please|any|anyone)\b|"
-    r"\b(what|when|where|why|how much|how many|how long|how do|how does|how will|which|is there|are there|"
-    r"can you|could you|will you|would you|do you|does it|did you|tell|say|explain|please share|wondering|"
-    r"curious|i want to know|i'?d like to know|need info|info on|more about|any plans?|any news)\b",
-    re.IGNORECASE,
-)
-_EN_CHATTER = re.compile(
-    r"^(hi|hello|hey|yo|good (morning|evening|night)|gn|gm|lol|lmao|nice|cool|wow|omg|love (this|it|you)|"
-    r"first|gg|thanks|thank you|great (stream|job)|let'?s go|hype|cute|so cute|what an?|how (cute|nice|cool|fun|sweet|great)|"
-    r"can'?t wait|i love|i like|will vote|this is|that'?s|so that'?s)\b[^?]*$",
-    re.IGNORECASE,
-)
-
-
-def is_question(text: str) -> bool:
-    """True for questions and requests; False for chatter (greetings, 草, 8888, emoji)."""
-    norm = normalize(text)
-    if not search_tokens(norm):
-        return False  # nothing to search for: laughter, applause, emoji, greetings
-    if detect_lang(norm) == "ja":
-        if _JA_CHATTER.search(norm):
-            return False
-        if norm.endswith("?"):
-            return True
-        asking = _JA_NOT_ASKING.sub("", norm)
-        return bool(_JA_QUESTION.search(asking) or _JA_FINAL.search(asking) or _JA_REQUEST.search(asking))
-    if _EN_CHATTER.search(norm):
-        return False
-    return norm.endswith("?") or bool(_EN_QUESTION.search(norm))
-
 
 # --- outcomes -----------------------------------------------------------------
 
@@ -139,7 +87,7 @@ def hash_user_id(user_id: str, salt: str = "") -> str:
     return "ch_" + hashlib.sha256((salt + user_id).encode()).hexdigest()[:16]
 
 
-def author_salt(settings: "Settings") -> str:
+def author_salt(settings: Settings) -> str:
     """The salt from KOTAE_AUTHOR_SALT, else a random one kept in the data folder (created once)."""
     if settings.author_salt is not None:
         return settings.author_salt.get_secret_value()
@@ -172,7 +120,7 @@ class Blocklist:
     patterns: tuple[re.Pattern[str], ...] = ()
 
     @classmethod
-    def parse(cls, terms: Sequence[str], where: str = "KOTAE_INGEST_BLOCKLIST") -> "Blocklist":
+    def parse(cls, terms: Sequence[str], where: str = "KOTAE_INGEST_BLOCKLIST") -> Blocklist:
         plain: list[str] = []
         patterns: list[re.Pattern[str]] = []
         for i, term in enumerate(terms, 1):
@@ -189,7 +137,7 @@ class Blocklist:
         return cls(tuple(plain), tuple(patterns))
 
     @classmethod
-    def from_file(cls, path: Path) -> "Blocklist":
+    def from_file(cls, path: Path) -> Blocklist:
         if not Path(path).is_file():
             raise BlocklistError(f"KOTAE_INGEST_BLOCKLIST_FILE: {path}: no such file")
         terms: list[str] = []
@@ -200,7 +148,7 @@ class Blocklist:
                 terms.append(line)
         return cls.parse(terms, str(path))
 
-    def __add__(self, other: "Blocklist") -> "Blocklist":
+    def __add__(self, other: Blocklist) -> Blocklist:
         return Blocklist(self.terms + other.terms, self.patterns + other.patterns)
 
     def match(self, normalized: str) -> str | None:
@@ -217,15 +165,31 @@ class Blocklist:
 
 # --- merging near-duplicate questions ------------------------------------------
 
+
 def similarity(a: str, b: str) -> float:
     """How alike two normalised questions are, 0..1: Jaccard over their content words
     (Sudachi's normalised forms, so 作る/つくる and 保育料/保育料って meet; question
-    words and particles carry no weight, so 保育料いくら? and バス代いくら? stay apart)."""
+    words and particles carry no weight, so 保育料いくら? and バス代いくら? stay apart).
+    Questions that name different numbers are different questions (2004年の人数 and
+    2007年の人数), one shared word is not a shared question (サブレ and
+    サブレのカロリーは), and a question with as many words of its own as shared ones (two at
+    least) asks more than the other (工場見学 and 工場見学っておみやげもらえる?): all 0."""
     return _similarity(frozenset(search_tokens(a)), frozenset(search_tokens(b)))
 
 
 def _similarity(ta: frozenset[str], tb: frozenset[str]) -> float:
-    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+    if not ta or not tb or {t for t in ta if t.isdigit()} != {t for t in tb if t.isdigit()}:
+        return 0.0
+    shared = len(ta & tb)
+    if shared < 2 and ta != tb:
+        return 0.0
+    if any(len(own) >= max(_ASKS_MORE, shared) for own in (ta - tb, tb - ta)):
+        return 0.0
+    return shared / len(ta | tb)
+
+
+#: Content words of its own (and no fewer than it shares) that make a question another one.
+_ASKS_MORE = 2
 
 
 @dataclass
@@ -247,19 +211,21 @@ class ModelVerdicts:
     degraded_reason: str | None = None
 
 
-async def classify_with_model(model: "ChatModel", texts: Sequence[str]) -> list[bool]:
+async def classify_with_model(model: ChatModel, texts: Sequence[str]) -> list[bool]:
     """Ask the model which of ``texts`` are questions, in one call; BadReply when the reply is unusable."""
+    from kotae.model_reply import json_object, number_list
     from kotae.prompts import load_prompt
-    from kotae.providers import BadReply, parse_json_object
+    from kotae.providers import BadReply
 
     system = load_prompt(PROMPTS, PROMPT_VERSION)
     user = "\n".join(f"{i}. {text}" for i, text in enumerate(texts, 1))
     reply = await model.acomplete(system=system, user=user, max_tokens=40 + 6 * len(texts), json_mode=True)
-    data = parse_json_object(reply.text)
-    ids = data.get("question_ids")
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+    # Read as every stage reads a model's JSON (kotae.model_reply): fenced or with words around
+    # it, a bare list, numbers as strings; ids out of range are ignored.
+    data = json_object(reply.text, list_key="question_ids", finish_reason=reply.finish_reason)
+    if "question_ids" not in data:
         raise BadReply(f"{model.name}: expected {{'question_ids': [numbers]}}, got {reply.text[:120]!r}")
-    chosen = {i for i in ids if 1 <= i <= len(texts)}  # ids out of range are ignored
+    chosen = set(number_list(data["question_ids"], len(texts), key="question_ids"))
     return [i in chosen for i in range(1, len(texts) + 1)]
 
 
@@ -288,7 +254,6 @@ class RecentIds:
             del self._ids[next(iter(self._ids))]  # dicts keep insertion order: the oldest goes
 
 
-
 @dataclass
 class Triage:
     """Stateful triage for one stream: ids seen, recent questions, the admission rate.
@@ -305,7 +270,7 @@ class Triage:
     source: str
     salt: str = ""
     blocklist: Blocklist = field(default_factory=Blocklist)
-    model: "ChatModel | None" = None
+    model: ChatModel | None = None
     batch_size: int = 16
     merge_window_s: float = 180.0
     merge_similarity: float = 0.5
@@ -319,7 +284,7 @@ class Triage:
         self._latest: datetime | None = None
 
     @classmethod
-    def from_settings(cls, settings: "Settings", *, source: str, stream_id: str | None = None) -> "Triage":
+    def from_settings(cls, settings: Settings, *, source: str, stream_id: str | None = None) -> Triage:
         """Triage configured by the ``KOTAE_INGEST_*``/``KOTAE_TRIAGE_*`` settings."""
         blocklist = Blocklist.parse(settings.ingest_blocklist)
         if settings.ingest_blocklist_file:
@@ -361,7 +326,7 @@ class Triage:
             text=raw.text,
             normalized=norm,
             lang=detect_lang(norm),
-            published_at=raw.published_at or datetime.now(timezone.utc),
+            published_at=raw.published_at or datetime.now(UTC),
             source=self.source,
             superchat=raw.superchat,
             priority=2 if raw.superchat else 1,
@@ -406,7 +371,7 @@ class Triage:
                 pending.append((i, comment))
         to_classify = [c for i, c in pending if c.superchat is None and raws[i].id not in awaiting]
         verdicts = await self._classify([c.normalized for c in to_classify])
-        flag_of = dict(zip((c.comment_id for c in to_classify), verdicts.flags))
+        flag_of = dict(zip((c.comment_id for c in to_classify), verdicts.flags, strict=True))
         for i, comment in pending:
             replying = raws[i].id in awaiting
             decisions[i] = self._decide(
@@ -452,10 +417,20 @@ class Triage:
             earlier = self._near_duplicate(at, tokens)
             if earlier is not None:
                 return Dropped(
-                    comment, f"merged_into: {earlier}: a near-identical question was asked before", method, earlier, degraded
+                    comment,
+                    f"merged_into: {earlier}: a near-identical question was asked before",
+                    method,
+                    earlier,
+                    degraded,
                 )
             if self.admit_per_minute and self._rate(at) >= self.admit_per_minute:
-                return Dropped(comment, f"rate_limited: more than {self.admit_per_minute} comments a minute", method, None, degraded)
+                return Dropped(
+                    comment,
+                    f"rate_limited: more than {self.admit_per_minute} comments a minute",
+                    method,
+                    None,
+                    degraded,
+                )
         self._count(at)
         if self.merge_window_s:
             self._recent.append(_Recent(at, comment.comment_id, tokens))
@@ -493,6 +468,7 @@ class Triage:
 def order_for_publishing(decisions: Sequence[tuple[int, Decision]]) -> list[tuple[int, Decision]]:
     """Admitted comments by priority (Super Chat first, then fresh, then stale), in arrival order within one;
     dropped outcomes after them: the expensive stages see the important comments first."""
+
     def key(item: tuple[int, Decision]) -> tuple[int, int]:
         i, d = item
         return (-(d.priority + 1) if isinstance(d, CommentV1) else 0, i)

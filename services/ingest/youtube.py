@@ -20,8 +20,12 @@
   an ``activeLiveChatId`` — stops the poller cleanly with the reason.
 
 Text messages and Super Chats become :class:`RawComment` (amount in major units
-from ``amountMicros``, currency kept); the author's channel id travels only as
-``author_id``, which triage hashes with the salt before anything is published.
+from ``amountMicros``, currency kept; ``isChatSponsor`` says a member asked); the
+author's channel id travels only as ``author_id``, which triage hashes with the
+salt before anything is published. A moderator's ``messageDeletedEvent`` and
+``userBannedEvent`` become :class:`RawModeration` (the deleted message's id; the
+banned viewer's channel id, hashed the same way), which ingest publishes as
+``moderation.v1`` so nothing of theirs airs.
 The key goes in the ``X-goog-api-key`` header (never in a URL, so never in a log);
 an OAuth token goes in ``Authorization``.
 """
@@ -42,7 +46,7 @@ from pydantic import ValidationError
 
 from kotae.contracts import SuperChat
 from kotae.logs import get_logger
-from kotae.services.ingest.sources import RawComment
+from kotae.services.ingest.sources import ChatItem, RawComment, RawModeration
 from kotae.services.ingest.state import IngestState
 
 log = get_logger("kotae.ingest.youtube")
@@ -177,7 +181,7 @@ class YouTubeLiveChat:
         self.waits: list[tuple[str, float]] = []  # (why, seconds) of every pause, for operators and tests
 
     @classmethod
-    def from_settings(cls, settings: Any, video_id: str, state: IngestState, **overrides: Any) -> "YouTubeLiveChat":
+    def from_settings(cls, settings: Any, video_id: str, state: IngestState, **overrides: Any) -> YouTubeLiveChat:
         """A poller configured by the ``KOTAE_YOUTUBE_*`` settings."""
         key, token = settings.youtube_api_key, settings.youtube_oauth_token
         options: dict[str, Any] = dict(
@@ -217,8 +221,15 @@ class YouTubeLiveChat:
         except httpx.HTTPError as exc:
             log.warning("youtube.transport_error", error=type(exc).__name__, path=path)
             return None
-        if resp.status_code in (401,) or _reason(resp) in ("keyInvalid", "authError", "forbidden", "insufficientPermissions"):
-            raise YouTubeError(f"YouTube refused the credential ({resp.status_code} {_reason(resp)}): check {self._credential}")
+        if resp.status_code in (401,) or _reason(resp) in (
+            "keyInvalid",
+            "authError",
+            "forbidden",
+            "insufficientPermissions",
+        ):
+            raise YouTubeError(
+                f"YouTube refused the credential ({resp.status_code} {_reason(resp)}): check {self._credential}"
+            )
         return resp
 
     async def _backoff(self, attempt: int, why: str) -> None:
@@ -253,8 +264,9 @@ class YouTubeLiveChat:
     def _token_key(self, chat_id: str) -> str:
         return "youtube.page." + hashlib.sha256(chat_id.encode()).hexdigest()[:24]
 
-    async def pages(self) -> AsyncIterator[list[RawComment]]:
-        """Pages of comments until the chat ends; each page's token is saved once the caller took the page."""
+    async def pages(self) -> AsyncIterator[list[ChatItem]]:
+        """Pages of comments (and moderation events) until the chat ends; each page's token is saved once
+        the caller took the page."""
         chat_id = await self.find_chat_id()
         if chat_id is None:
             log.info("youtube.no_chat", video_id=self.video_id, reason=self.end_reason)
@@ -278,15 +290,21 @@ class YouTubeLiveChat:
                     self.end_reason = why
                     log.info("youtube.chat_ended", video_id=self.video_id, reason=why)
                     return
-                if resp is not None and resp.status_code < 500 and resp.status_code != 429 and why not in _BACKOFF_REASONS:
+                if (
+                    resp is not None
+                    and resp.status_code < 500
+                    and resp.status_code != 429
+                    and why not in _BACKOFF_REASONS
+                ):
                     raise YouTubeError(f"liveChatMessages.list failed: HTTP {resp.status_code} {why}".rstrip())
                 attempt += 1
                 await self._backoff(attempt, why or f"http_{resp.status_code if resp is not None else 0}")
                 continue
             attempt = 0
             body = resp.json()
-            comments, ended = parse_messages(body.get("items") or [])
-            yield comments
+            items = body.get("items") or []
+            comments, ended = parse_messages(items)
+            yield [*comments, *parse_moderation(items)]
             next_token = body.get("nextPageToken")
             if next_token:
                 token = str(next_token)
@@ -310,8 +328,8 @@ class YouTubeLiveChat:
 def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]:
     """Text messages and Super Chats of a page as comments, and whether the chat ended in it.
 
-    Other events (memberships, deletions, bans, stickers) are skipped; a malformed
-    item is logged and skipped, never fatal.
+    Other events (memberships, stickers; deletions and bans are :func:`parse_moderation`'s)
+    are skipped; a malformed item is logged and skipped, never fatal.
     """
     comments: list[RawComment] = []
     ended = False
@@ -325,13 +343,23 @@ def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]
             continue
         author = item.get("authorDetails") or {}
         try:
+            member = bool(author.get("isChatSponsor"))
             superchat = None
             if kind == "superChatEvent":
                 details = snippet.get("superChatDetails") or {}
-                superchat = SuperChat(amount=int(details["amountMicros"]) / 1_000_000, currency=str(details["currency"]))
-                text = details.get("userComment") or snippet.get("displayMessage") or details.get("amountDisplayString") or "Super Chat"
+                superchat = SuperChat(
+                    amount=int(details["amountMicros"]) / 1_000_000, currency=str(details["currency"])
+                )
+                text = (
+                    details.get("userComment")
+                    or snippet.get("displayMessage")
+                    or details.get("amountDisplayString")
+                    or "Super Chat"
+                )
             else:
-                text = (snippet.get("textMessageDetails") or {}).get("messageText") or snippet.get("displayMessage") or ""
+                text = (
+                    (snippet.get("textMessageDetails") or {}).get("messageText") or snippet.get("displayMessage") or ""
+                )
             if not text.strip():
                 continue
             comments.append(
@@ -342,8 +370,52 @@ def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]
                     text=text,
                     published_at=snippet.get("publishedAt"),
                     superchat=superchat,
+                    member=member,
                 )
             )
         except (KeyError, ValueError, TypeError, ValidationError) as exc:
             log.warning("youtube.bad_item", item_id=item.get("id"), error=str(exc)[:200])
     return comments, ended
+
+
+def parse_moderation(items: list[dict[str, Any]]) -> list[RawModeration]:
+    """A page's ``messageDeletedEvent`` and ``userBannedEvent`` items, as moderation events.
+
+    ``messageDeletedDetails.deletedMessageId`` names the comment; a ban names the
+    viewer by ``userBannedDetails.bannedUserDetails.channelId``, with its
+    ``banType`` and, for a temporary ban, ``banDurationSeconds``. A malformed item
+    is logged and skipped.
+    """
+    events: list[RawModeration] = []
+    for item in items:
+        snippet = item.get("snippet") or {}
+        kind = snippet.get("type")
+        try:
+            if kind == "messageDeletedEvent":
+                details = snippet.get("messageDeletedDetails") or {}
+                events.append(
+                    RawModeration(
+                        id=str(item["id"]),
+                        action="message_deleted",
+                        comment_id=str(details["deletedMessageId"]),
+                        published_at=snippet.get("publishedAt"),
+                    )
+                )
+            elif kind == "userBannedEvent":
+                details = snippet.get("userBannedDetails") or {}
+                user = details.get("bannedUserDetails") or {}
+                duration = details.get("banDurationSeconds")
+                events.append(
+                    RawModeration(
+                        id=str(item["id"]),
+                        action="user_banned",
+                        author=str(user.get("displayName") or ""),
+                        author_id=str(user["channelId"]),
+                        ban_type=details.get("banType") or "permanent",
+                        ban_duration_s=int(duration) if duration is not None else None,
+                        published_at=snippet.get("publishedAt"),
+                    )
+                )
+        except (KeyError, ValueError, TypeError, ValidationError) as exc:
+            log.warning("youtube.bad_moderation_item", item_id=item.get("id"), error=str(exc)[:200])
+    return events

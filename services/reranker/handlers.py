@@ -4,30 +4,18 @@ from __future__ import annotations
 
 import asyncio
 
-from faststream.nats import NatsRouter
-
-from kotae.bus.edge import StageEdge
-from kotae.contracts import AnswerV1, RerankV1, RetrievalV1, subjects
+from kotae.bus.edge import final_attempt
+from kotae.contracts import AnswerV1, RerankV1, RetrievalV1
 from kotae.providers import ChatModel
+from kotae.services.reranker.logic import EMBEDDING_RESCORE, Reranked, embedding_rescore, keep_top_n, model_rerank
 from kotae.settings import Settings
-from kotae.tracing import current_trace_id
-from kotae.services.reranker.logic import (
-    EMBEDDING_RESCORE,
-    Reranked,
-    embedding_rescore,
-    keep_top_n,
-    model_rerank,
-)
+from kotae.stage import Bus, Handler
+
+STAGE = "reranker"
 
 
-def build_router(settings: Settings) -> NatsRouter:
-    edge = StageEdge("reranker", settings)
-    router = edge.router()
-    edge.output(subjects.RERANK, RerankV1, "Relevant documents, most relevant first.")
-    edge.output(subjects.answer("unanswered"), AnswerV1, "No candidate was relevant.")
-    edge.fail_on_exhausted(RetrievalV1)
-
-    model = ChatModel.from_settings(settings, settings.reranker_model, setting="KOTAE_RERANKER_MODEL") if settings.reranker_model else None
+def build_handler(settings: Settings, bus: Bus) -> Handler[RetrievalV1]:
+    model = ChatModel.configured(settings, "reranker_model")
     embedder = None
     if model is None and settings.reranker_offline == EMBEDDING_RESCORE:
         from kotae.knowledge.embeddings import embedder_for
@@ -38,48 +26,35 @@ def build_router(settings: Settings) -> NatsRouter:
     async def rerank(retrieval: RetrievalV1) -> Reranked:
         if model is not None:
             return await model_rerank(
-                retrieval, model, n=settings.top_n, reask=settings.model_reask, final_attempt=edge.final_attempt()
+                retrieval, model, n=settings.top_n, reask=settings.model_reask, final_attempt=final_attempt()
             )
         if embedder is not None:
             return await asyncio.to_thread(embedding_rescore, retrieval, settings.top_n, embedder)
         return keep_top_n(retrieval, settings.top_n)
 
-    @router.subscriber(**edge.subscription(description="Keep and order the relevant documents."))
-    async def on_retrieval(retrieval: RetrievalV1) -> None:
+    async def on_retrieval(retrieval: RetrievalV1) -> RerankV1 | AnswerV1:
         result = await rerank(retrieval)
-        common = {"comment_id": retrieval.comment_id, "stream_id": retrieval.stream_id, "comment": retrieval.comment}
-        methods = {"retriever": retrieval.method, "reranker": result.method}
-        calls = [*retrieval.model_calls, *result.calls]
+        carried = {
+            "stage": STAGE,
+            "method": result.method,
+            "calls": result.calls,
+            "degraded": (result.reason or "reranker fell back to retrieval order") if result.degraded else None,
+        }
         if result.empty:
-            await edge.publish(
-                subjects.answer("unanswered"),
-                AnswerV1(
-                    **common,
-                    outcome="unanswered",
-                    reason="rerank_empty: no candidate is relevant to the question",
-                    methods=methods,
-                    degraded=result.degraded,
-                    degraded_reason=result.reason,
-                    trace_id=current_trace_id(),
-                    model_calls=calls,
-                ),
+            return retrieval.forward(
+                AnswerV1,
+                **carried,
+                outcome="unanswered",
+                reason="rerank_empty: no candidate is relevant to the question",
             )
-            return
-        await edge.publish(
-            subjects.RERANK,
-            RerankV1(
-                **common,
-                docs=result.docs,
-                faq=result.faq,
-                top_score=retrieval.top_score,
-                method=result.method,
-                degraded=result.degraded,
-                degraded_reason=result.reason,
-                slide=result.slide,
-                methods=methods,
-                prompt_version=result.prompt_version,
-                model_calls=calls,
-            ),
+        return retrieval.forward(
+            RerankV1,
+            **carried,
+            docs=result.docs,
+            faq=result.faq,
+            top_score=retrieval.top_score,
+            slide=result.slide,
+            prompt_version=result.prompt_version,
         )
 
-    return router
+    return Handler(on_retrieval)

@@ -29,8 +29,9 @@ from kotae.citations import Block, numbered_blocks
 from kotae.contracts import Evidence, FaqEvidence, ModelCall, RetrievalV1
 from kotae.knowledge.embeddings import Embedder
 from kotae.knowledge.text import split_sentences
+from kotae.model_reply import again, json_object, number_list
 from kotae.prompts import load_prompt
-from kotae.providers import BadReply, ChatModel, ModelUnavailable, parse_json_object
+from kotae.providers import BadReply, ChatModel, ModelUnavailable
 
 KEEP_TOP_N = "keep_top_n"
 EMBEDDING_RESCORE = "embedding_rescore"
@@ -86,11 +87,11 @@ def rescore_scores(question: str, docs: list[Evidence], embedder: Embedder, alph
     vecs = embedder.embed(sentences, "passage")
     cos = vecs @ q
     best = np.full(len(docs), -1.0, dtype=np.float32)
-    for i, c in zip(owner, cos):
+    for i, c in zip(owner, cos, strict=True):
         best[i] = max(best[i], float(c))
     top = max((d.score for d in docs), default=0.0)
     scale = top if top > 0 else 1.0
-    return [(1 - alpha) * (d.score / scale) + alpha * float(b) for d, b in zip(docs, best)]
+    return [(1 - alpha) * (d.score / scale) + alpha * float(b) for d, b in zip(docs, best, strict=True)]
 
 
 def embedding_rescore(retrieval: RetrievalV1, n: int, embedder: Embedder, alpha: float = ALPHA) -> Reranked:
@@ -99,21 +100,6 @@ def embedding_rescore(retrieval: RetrievalV1, n: int, embedder: Embedder, alpha:
     order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
     docs = [retrieval.docs[i].model_copy(update={"score": round(scores[i], 6)}) for i in order[:n]]
     return Reranked(docs=docs, faq=list(retrieval.faq), method=EMBEDDING_RESCORE)
-
-
-def apply_selection(docs: list[Evidence], ids: list[object]) -> list[Evidence]:
-    """Documents picked by 1-based ``ids``, in that order; unknown or repeated ids are dropped."""
-    return [docs[i - 1] for i in _valid_ids(ids, len(docs))]
-
-
-def _valid_ids(ids: list[object], count: int) -> list[int]:
-    picked: list[int] = []
-    for raw in ids:
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            continue
-        if 1 <= raw <= count and raw not in picked:
-            picked.append(raw)
-    return picked
 
 
 def render_candidates(question: str, blocks: list[Block]) -> str:
@@ -126,13 +112,17 @@ def render_candidates(question: str, blocks: list[Block]) -> str:
     return "\n".join(parts)
 
 
-def read_ids(text: str) -> list[object]:
-    """The ``ids`` list of a reranker reply; :class:`BadReply` when there is none."""
-    value = parse_json_object(text)
-    ids = value.get("ids")
-    if not isinstance(ids, list):
+def read_ids(text: str, count: int) -> list[int]:
+    """The relevant candidate numbers of a reranker reply, most relevant first; :class:`BadReply` when unusable.
+
+    Read by :mod:`kotae.model_reply`: a fence or words around the JSON, a bare list, numbers
+    written as strings. Numbers outside 1..``count`` are dropped; a list none of whose items is
+    a candidate's number is unusable (not "none relevant").
+    """
+    value = json_object(text, list_key="ids")
+    if "ids" not in value:
         raise BadReply(f"reply has no 'ids' list: {text[:120]!r}")
-    return ids
+    return number_list(value["ids"], count, key="ids")
 
 
 async def model_rerank(
@@ -157,7 +147,8 @@ async def model_rerank(
     problem = ""
     for _ in range(1 + reask):
         try:
-            reply = await model.acomplete(system=system, user=user, max_tokens=100, json_mode=True)
+            asked = user if not problem else again(user, problem)
+            reply = await model.acomplete(system=system, user=asked, max_tokens=100, json_mode=True)
         except ModelUnavailable as exc:
             if not final_attempt:
                 raise
@@ -167,13 +158,12 @@ async def model_rerank(
             problem = f"reranker reply unparseable: {exc}"
             continue
         try:
-            ids = read_ids(reply.text)
+            chosen = read_ids(reply.text, len(blocks))
         except BadReply as exc:
             calls.append(reply.call("reranker", prompt_version, outcome="unparseable"))
             problem = f"reranker reply unparseable: {exc}"
             continue
         calls.append(reply.call("reranker", prompt_version))
-        chosen = _valid_ids(ids, len(blocks))
         docs = [retrieval.docs[i - 1] for i in chosen if i <= len(retrieval.docs)][:n]
         faq = [retrieval.faq[i - 1 - len(retrieval.docs)] for i in chosen if i > len(retrieval.docs)]
         return Reranked(docs=docs, faq=faq, method=MODEL, prompt_version=prompt_version, calls=calls)

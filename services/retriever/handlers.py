@@ -4,104 +4,137 @@ from __future__ import annotations
 
 import asyncio
 
-from faststream.nats import NatsRouter
-from faststream.nats.annotations import JsClient
+from pydantic import BaseModel
 
-from kotae.bus.edge import StageEdge
-from kotae.contracts import AnswerV1, CommentV1, RetrievalV1, subjects
-from kotae.settings import Settings
-from kotae.tracing import current_trace_id
 from kotae.clarify import ClarifyStore, PendingClarify
-from kotae.services.retriever.clarify import pick_candidates
-from kotae.services.retriever.logic import METHOD, Retriever, ask_back
+from kotae.contracts import AnswerV1, CommentV1, RetrievalV1
+from kotae.services.retriever.clarify import pick_candidates, pick_faq
+from kotae.services.retriever.logic import METHOD, Retrieval, Retriever, ask_back
+from kotae.settings import Settings
+from kotae.stage import Bus, Handler
+
+STAGE = "retriever"
 
 
-def build_router(settings: Settings, retriever: Retriever | None = None) -> NatsRouter:
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1, "Evidence for a comment that passed the gate.")
-    edge.output(subjects.answer("clarify"), AnswerV1, "Ask-back naming the candidate topics.")
-    edge.output(subjects.answer("unanswered"), AnswerV1, "No evidence good enough (no_match).")
-    edge.fail_on_exhausted(CommentV1)
-    state: dict[str, object] = {}
-    lock = asyncio.Lock()
+class RetrieverHandler:
+    """What the retriever does with one comment: answer an ask-back it replies to, or search and gate."""
 
-    def get_retriever() -> Retriever:
-        # Built on first use, so building the router (docs, tests) loads no model.
-        if "retriever" not in state:
-            state["retriever"] = retriever or Retriever(settings)
-        return state["retriever"]  # type: ignore[return-value]
+    def __init__(self, settings: Settings, bus: Bus, retriever: Retriever | None = None) -> None:
+        self.settings = settings
+        self.bus = bus
+        self._retriever = retriever
+        self._store: ClarifyStore | None = None
+        self._lock = asyncio.Lock()
 
-    async def clarifications(js: JsClient) -> ClarifyStore:
-        async with lock:
-            if "clarify" not in state:
-                state["clarify"] = await ClarifyStore.open(js, settings.clarify_ttl_s, settings.stream_replicas)
-        return state["clarify"]  # type: ignore[return-value]
+    def retriever(self) -> Retriever:
+        # Built on first use, so building the stage (docs, tests) loads no model.
+        if self._retriever is None:
+            self._retriever = Retriever(self.settings)
+        return self._retriever
 
-    @router.subscriber(**edge.subscription(description="Find evidence for a comment; gate on the best score."))
-    async def on_comment(comment: CommentV1, js: JsClient) -> None:
+    async def clarifications(self) -> ClarifyStore:
+        async with self._lock:
+            if self._store is None:
+                s = self.settings
+                self._store = await ClarifyStore.open(self.bus.jetstream(), s.clarify_ttl_s, s.stream_replicas)
+        return self._store
+
+    async def on_comment(self, comment: CommentV1) -> RetrievalV1 | AnswerV1:
         # The stream's binding in this stage's own settings decides the knowledge base, so a
         # comment can never draw evidence from another channel's or campaign's documents.
-        kb = settings.kb_for(comment.stream_id)
-        store = await clarifications(js)
-        common = {"comment_id": comment.comment_id, "stream_id": comment.stream_id}
-        pending = await store.get(comment.stream_id, comment.author) if comment.author else None
-        # An ask-back stored by this very comment is not a reply to it: a redelivery after a
-        # crash must ask back again (deduplicated), not answer itself.
-        if pending is not None and pending.kb == kb and pending.comment_id != comment.comment_id:
-            chosen = pick_candidates(comment.normalized, pending)
-            if chosen:
-                joined = comment.model_copy(update={"normalized": f"{pending.question} {comment.normalized}"})
-                await edge.publish(
-                    subjects.RETRIEVAL,
-                    RetrievalV1(
-                        **common, comment=joined, gate="answer", top_score=chosen[0].score, docs=chosen,
-                        faq=pending.faq, method=f"{METHOD}+clarified", kb=kb, clarified_from=pending.comment_id,
-                    ),
-                )
-                await store.delete(comment.stream_id, comment.author)
-                return
+        kb = self.settings.kb_for(comment.stream_id)
+        if comment.author:  # an anonymous comment can neither be asked back nor reply to an ask-back
+            reply = await self.reply_to_ask_back(comment, kb)
+            if reply is not None:
+                return reply
         result = await asyncio.to_thread(
-            get_retriever().retrieve, comment.normalized, kb=kb, day=comment.published_at.date()
+            self.retriever().retrieve, comment.normalized, kb=kb, day=comment.published_at.date()
         )
         if result.gate == "answer":
-            await edge.publish(
-                subjects.RETRIEVAL,
-                RetrievalV1(
-                    **common, comment=comment, gate=result.gate, top_score=result.top_score,
-                    docs=result.docs, faq=result.faq, method=result.method, kb=kb,
-                    query=result.query, prompt_version=result.prompt_version,
-                ),
+            return comment.forward(
+                RetrievalV1,
+                stage=STAGE,
+                method=result.method,
+                gate=result.gate,
+                top_score=result.top_score,
+                docs=result.docs,
+                faq=result.faq,
+                kb=kb,
+                query=result.query,
+                prompt_version=result.prompt_version,
+                calls=result.calls,
             )
-        elif result.gate == "clarify":
-            candidates = result.candidates()
-            text = ask_back(candidates, comment.lang)
-            if comment.author:
-                await store.put(
-                    comment.stream_id,
-                    comment.author,
-                    PendingClarify(
-                        comment_id=comment.comment_id, question=comment.normalized, kb=kb,
-                        docs=[d for d in result.docs if d.title in candidates], faq=result.faq,
-                    ),
-                )
-            await edge.publish(
-                subjects.answer("clarify"),
-                AnswerV1(
-                    **common, comment=comment, outcome="clarify", answer=text, speech=text, candidates=candidates,
-                    docs=result.docs,
-                    reason=f"clarify: best score {result.top_score:.2f} between {settings.gate_clarify:.2f} and {settings.gate_answer:.2f}",
-                    methods={"retriever": result.method}, trace_id=current_trace_id(),
-                ),
-            )
-        else:
-            await edge.publish(
-                subjects.answer("unanswered"),
-                AnswerV1(
-                    **common, comment=comment, outcome="unanswered",
-                    reason=f"no_match: best score {result.top_score:.2f} below {settings.gate_clarify:.2f}",
-                    methods={"retriever": result.method}, trace_id=current_trace_id(),
-                ),
-            )
+        if result.gate == "clarify":
+            return await self.ask_back(comment, kb, result)
+        return comment.forward(
+            AnswerV1,
+            stage=STAGE,
+            method=result.method,
+            calls=result.calls,
+            outcome="unanswered",
+            reason=result.reason,
+        )
 
-    return router
+    async def reply_to_ask_back(self, comment: CommentV1, kb: str) -> RetrievalV1 | None:
+        """The evidence of a pending ask-back this comment picks a candidate of, if it does."""
+        store = await self.clarifications()
+        pending = await store.get(comment.stream_id, comment.author)
+        # An ask-back stored by this very comment is not a reply to it: a redelivery after a
+        # crash must ask back again (deduplicated), not answer itself.
+        if pending is None or pending.kb != kb or pending.comment_id == comment.comment_id:
+            return None
+        chosen = pick_candidates(comment.normalized, pending)
+        if not chosen:
+            return None
+        joined = comment.model_copy(update={"normalized": f"{pending.question} {comment.normalized}"})
+        return comment.forward(
+            RetrievalV1,
+            stage=STAGE,
+            method=f"{METHOD}+clarified",
+            comment=joined,
+            gate="answer",
+            top_score=chosen[0].score,
+            docs=chosen,
+            faq=pick_faq(comment.normalized, pending),
+            kb=kb,
+            clarified_from=pending.comment_id,
+        )
+
+    async def ask_back(self, comment: CommentV1, kb: str, result: Retrieval) -> AnswerV1:
+        """Ask which of the candidate topics the viewer means; remember them for the viewer's reply."""
+        candidates = result.candidates
+        text = ask_back(candidates, comment.lang)
+        if comment.author:
+            store = await self.clarifications()
+            pending = PendingClarify(
+                comment_id=comment.comment_id,
+                question=comment.normalized,
+                kb=kb,
+                docs=[d for d in result.docs if d.title in candidates],
+                faq=result.faq,
+            )
+            await store.put(comment.stream_id, comment.author, pending)
+        return comment.forward(
+            AnswerV1,
+            stage=STAGE,
+            method=result.method,
+            calls=result.calls,
+            outcome="clarify",
+            answer=text,
+            speech=text,
+            candidates=candidates,
+            docs=result.docs,
+            reason=result.reason,
+        )
+
+    async def stored(self, message: BaseModel) -> None:
+        # The ask-back is answered once the evidence picked from it is stored: a retry
+        # before that still finds it.
+        if isinstance(message, RetrievalV1) and message.clarified_from is not None:
+            store = await self.clarifications()
+            await store.delete(message.comment.stream_id, message.comment.author)
+
+
+def build_handler(settings: Settings, bus: Bus, retriever: Retriever | None = None) -> Handler[CommentV1]:
+    handler = RetrieverHandler(settings, bus, retriever)
+    return Handler(handler.on_comment, stored=handler.stored)

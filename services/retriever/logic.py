@@ -14,12 +14,13 @@ ranking on JSQuAD and costs two of the six searches); the comment is still
 embedded and every hit kept still carries its cosine, read from its stored
 vector, for the gate.
 
-The gate scores the best document and the best FAQ entry by
-``0.5 × coverage + 0.5 × similarity``: coverage is the IDF-weighted share of the
-comment's words that the hit contains, similarity the embedding cosine. At or
-above ``KOTAE_GATE_ANSWER`` the comment is answered; at or above
-``KOTAE_GATE_CLARIFY`` the viewer is asked which topic they mean; below, it is
-left unanswered (``no_match``).
+Before searching, the comment is put in the knowledge base's own words where it
+can be (:meth:`kotae.knowledge.terms.Vocabulary.rewrite`): a kana spelling of a word
+the records write in kanji (ほちょうき → 補聴器), a homophone typo (臨界鉄道 → 臨海鉄道),
+a synonym of a word the records lack (給料 → 給与). The gate
+(:mod:`kotae.services.retriever.gate`) then decides whether the focus is covered at
+all, answers, asks back between the topics that plausibly match, or lets the comment
+go, and says why.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from kotae.bus.edge import TransientError
-from kotae.contracts import Evidence, FaqEvidence
+from kotae.contracts import Evidence, FaqEvidence, ModelCall
+from kotae.faults import TransientError
 from kotae.knowledge.embeddings import EmbeddingMismatch, embedder_for
 from kotae.knowledge.index import (
     Backend,
@@ -45,9 +46,9 @@ from kotae.knowledge.index import (
     open_embedded,
 )
 from kotae.knowledge.store import KnowledgeStore
-from kotae.knowledge.text import search_tokens
-from kotae.settings import Settings
+from kotae.services.retriever.gate import Thresholds, decide
 from kotae.services.retriever.rewrite import QueryRewriter
+from kotae.settings import Settings
 
 METHOD = "hybrid"
 
@@ -70,34 +71,40 @@ class Retrieval:
     kb: str = "default"
     query: str | None = None  # the model's rewrite, when it was searched too
     prompt_version: str | None = None
-
-    def candidates(self, limit: int = 3) -> list[str]:
-        """Distinct titles of the documents close to the best one, for asking back."""
-        hits = [(d.title, d.score) for d in self.docs] or [(f.question, f.score) for f in self.faq]
-        if not hits:
-            return []
-        best = max(score for _, score in hits)
-        seen: list[str] = []
-        for title, score in hits:
-            if title and title not in seen and score >= 0.6 * best:
-                seen.append(title)
-        return seen[:limit]
+    reason: str = ""  # why the gate decided so, as the outcome carries it
+    candidates: list[str] = field(default_factory=list)  # the topics an ask-back names
+    missing: list[str] = field(default_factory=list)  # the comment's specific terms no record has
+    searched: str | None = None  # the comment in the knowledge base's words, when that differs
+    calls: list[ModelCall] = field(default_factory=list)  # the rewrite's model call, when there was one
 
 
 def evidence(hit: Hit) -> Evidence:
     p = hit.payload
     return Evidence(
-        doc_id=p["doc_id"], chunk_id=p["chunk_id"], title=p.get("title") or "", text=p["text"],
-        source=p.get("source"), slide=p.get("slide"), lang=p.get("lang"), version=p.get("version"),
-        valid_from=p.get("valid_from"), valid_to=p.get("valid_to"), score=round(hit.score, 4),
+        doc_id=p["doc_id"],
+        chunk_id=p["chunk_id"],
+        title=p.get("title") or "",
+        text=p["text"],
+        source=p.get("source"),
+        slide=p.get("slide"),
+        lang=p.get("lang"),
+        version=p.get("version"),
+        valid_from=p.get("valid_from"),
+        valid_to=p.get("valid_to"),
+        score=round(hit.score, 4),
     )
 
 
 def faq_evidence(hit: Hit) -> FaqEvidence:
     p = hit.payload
     return FaqEvidence(
-        faq_id=p["doc_id"], question=p.get("question") or "", answer=p.get("answer") or "",
-        source=p.get("source"), slide=p.get("slide"), lang=p.get("lang"), version=p.get("version"),
+        faq_id=p["doc_id"],
+        question=p.get("question") or "",
+        answer=p.get("answer") or "",
+        source=p.get("source"),
+        slide=p.get("slide"),
+        lang=p.get("lang"),
+        version=p.get("version"),
         score=round(hit.score, 4),
     )
 
@@ -119,15 +126,6 @@ def _merge(first: list[Hit], second: list[Hit]) -> list[Hit]:
         if key not in best or hit.score > best[key].score:
             best[key] = hit
     return best_per_document(sorted(best.values(), key=lambda h: (-h.score, h.payload.get("chunk_id", ""))))
-
-
-def gate_score(meta: IndexMeta, query_words: list[str], hit: Hit | None) -> float:
-    if hit is None:
-        return 0.0
-    text = hit.payload["text"]
-    if hit.payload.get("kind") == "doc" and hit.payload.get("title"):
-        text = f"{hit.payload['title']}\n{text}"
-    return 0.5 * meta.coverage(query_words, text) + 0.5 * max(0.0, hit.signals.get("dense", 0.0))
 
 
 class Retriever:
@@ -152,6 +150,9 @@ class Retriever:
             api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
         )
         self.weights = Weights(words=settings.fusion_words, chars=settings.fusion_chars, dense=settings.fusion_dense)
+        self.thresholds = Thresholds(
+            answer=settings.gate_answer, clarify=settings.gate_clarify, strong=settings.gate_strong
+        )
         self._searchers: dict[str, tuple[Any, HybridSearcher]] = {}
         self._manifests: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
         self.rewriter = QueryRewriter.from_settings(settings)
@@ -187,7 +188,9 @@ class Retriever:
                 return cached[1]
             meta = self._server.meta(kb)
             if meta is None:
-                raise KnowledgeBaseMissing(f"knowledge base {kb!r} is not in {self.settings.qdrant_url} (run: kotae kb load PATH --name {kb})")
+                raise KnowledgeBaseMissing(
+                    f"knowledge base {kb!r} is not in {self.settings.qdrant_url} (run: kotae kb load PATH --name {kb})"
+                )
             searcher = self._searcher(self._server, meta)
             self._searchers[kb] = (time.monotonic(), searcher)
             return searcher
@@ -232,7 +235,9 @@ class Retriever:
 
     def _searcher(self, backend: Backend, meta: IndexMeta) -> HybridSearcher:
         try:
-            return HybridSearcher(backend, meta, self.embedder, weights=self.weights, rescore_pool=self.settings.rescore_pool)
+            return HybridSearcher(
+                backend, meta, self.embedder, weights=self.weights, rescore_pool=self.settings.rescore_pool
+            )
         except EmbeddingMismatch as exc:
             raise IndexModelMismatch(str(exc)) from None
 
@@ -240,42 +245,44 @@ class Retriever:
         with self._lock:
             return self._open(kb)
 
-    def _search(self, searcher: HybridSearcher, text: str, day: date) -> tuple[list[Hit], list[Hit], float]:
+    def _search(self, searcher: HybridSearcher, text: str, day: date) -> tuple[list[Hit], list[Hit]]:
         kinds = ("doc", "faq") if self.settings.top_faq else ("doc",)
         hits = searcher.search_many(text, kinds=kinds, day=day, top_k=self.settings.top_k * 3)
-        docs = best_per_document(hits["doc"])
-        faq = hits.get("faq", [])
-        words = search_tokens(text)
-        best = max(gate_score(searcher.meta, words, h) for h in [docs[0] if docs else None, faq[0] if faq else None])
-        return docs, faq, best
+        return best_per_document(hits["doc"]), hits.get("faq", [])
 
     def retrieve(self, text: str, *, kb: str, day: date) -> Retrieval:
+        """Search the comment (in the knowledge base's words where it can be put so) and gate on the result."""
         searcher = self.searcher(kb)
-        docs, faq, best = self._search(searcher, text, day)
-        rewritten = self.rewriter.rewrite(text) if self.rewriter else None
+        vocab = searcher.meta.vocab()
+        searched = vocab.rewrite(text) if vocab else text
+        docs, faq = self._search(searcher, searched, day)
+        decision = decide(searched, docs, faq, searcher.meta, self.thresholds)
+        rewrite = self.rewriter.rewrite(text) if self.rewriter else None
+        rewritten = rewrite.query if rewrite else None
         if rewritten:
-            # Both the comment and its rewrite are searched; each chunk keeps its better score.
-            docs2, faq2, best2 = self._search(searcher, rewritten, day)
-            docs = _merge(docs, docs2)
-            faq = _merge(faq, faq2)
-            best = max(best, best2)
+            # Both the comment and its rewrite are searched; each chunk keeps its better score,
+            # and the gate takes the better of the two decisions' scores.
+            docs2, faq2 = self._search(searcher, rewritten, day)
+            docs, faq = _merge(docs, docs2), _merge(faq, faq2)
+            second = decide(rewritten, docs, faq, searcher.meta, self.thresholds)
+            if second.top_score > decision.top_score:
+                decision = second
         docs = docs[: self.settings.top_k]
         faq = faq[: self.settings.top_faq]
-        if best >= self.settings.gate_answer:
-            gate = "answer"
-        elif best >= self.settings.gate_clarify:
-            gate = "clarify"
-        else:
-            gate = "no_match"
         return Retrieval(
-            gate=gate,
-            top_score=round(best, 4),
+            gate=decision.gate,
+            top_score=decision.top_score,
             docs=[evidence(h) for h in docs],
             faq=[faq_evidence(h) for h in faq],
             method=f"{METHOD}+rewrite" if rewritten else METHOD,
             kb=kb,
             query=rewritten,
             prompt_version=self.rewriter.prompt_version if rewritten and self.rewriter else None,
+            reason=decision.reason,
+            candidates=decision.candidates,
+            missing=decision.missing,
+            searched=searched if searched != text else None,
+            calls=rewrite.calls if rewrite else [],
         )
 
     def close(self) -> None:
@@ -297,5 +304,5 @@ def ask_back(candidates: list[str], lang: str) -> str:
         quoted = "、".join(f"「{c}」" for c in candidates)
         return f"{quoted}のどれについてのご質問でしょうか？"
     if len(candidates) == 1:
-        return f"Do you mean \"{candidates[0]}\"?"
+        return f'Do you mean "{candidates[0]}"?'
     return "Do you mean " + ", ".join(f'"{c}"' for c in candidates[:-1]) + f' or "{candidates[-1]}"?'

@@ -9,11 +9,14 @@ is still searched — so a model outage degrades retrieval instead of stopping i
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import structlog
 
+from kotae.contracts import ModelCall
+from kotae.model_reply import one_line
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.settings import Settings
 
@@ -30,6 +33,14 @@ def load_prompt(name: str) -> str:
     return (PROMPTS / f"{name}.txt").read_text(encoding="utf-8").strip()
 
 
+@dataclass(frozen=True)
+class Rewritten:
+    """What one rewrite gave: the query to search too (None: none usable), and the model call it cost."""
+
+    query: str | None
+    calls: list[ModelCall] = field(default_factory=list)
+
+
 class QueryRewriter:
     """Rewrites a chat comment into one standalone search query."""
 
@@ -39,7 +50,7 @@ class QueryRewriter:
         self.system = load_prompt(prompt_version)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "QueryRewriter | None":
+    def from_settings(cls, settings: Settings) -> QueryRewriter | None:
         if not settings.rewrite_model:
             return None
         spec = settings.rewrite_model
@@ -54,17 +65,18 @@ class QueryRewriter:
         )
         return cls(model)
 
-    def rewrite(self, comment: str) -> str | None:
-        """The rewritten query, or None when the model failed or answered with something unusable."""
+    def rewrite(self, comment: str) -> Rewritten:
+        """The rewritten query (None when the model failed or answered with something unusable) and its call."""
         try:
             reply = self.model.complete(system=self.system, user=comment, max_tokens=80)
         except ModelUnavailable as exc:
             log.warning("rewrite.unavailable", model=self.model.name, error=str(exc)[:200])
-            return None
+            return Rewritten(None)
         except Exception as exc:  # a reply the SDK could not parse: same as no rewrite
             log.warning("rewrite.failed", model=self.model.name, error=f"{type(exc).__name__}: {exc}"[:200])
-            return None
-        query = " ".join(reply.text.split()).strip().strip("「」\"'")
+            return Rewritten(None)
+        query = one_line(reply.text)
         if not query or len(query) > MAX_QUERY_CHARS or query == comment:
-            return None
-        return query
+            why = "empty" if not query else "too long" if len(query) > MAX_QUERY_CHARS else "unchanged"
+            return Rewritten(None, [reply.call("retriever", self.prompt_version, outcome=f"unusable: {why}")])
+        return Rewritten(query, [reply.call("retriever", self.prompt_version)])

@@ -1,7 +1,10 @@
 """The verifier's model method: a separate prompt classifies the draft against the evidence.
 
 The model sees the numbered evidence (documents, then FAQ) and the draft, and
-returns ``{"verdict": 0-3, "findings": [...]}``. Programmatic checks run as well
+returns ``{"verdict": 0-3, "findings": [...]}``. Prompt ``verify.v2`` (the default) also shows
+the viewer's question and asks relevance as its own class: 4, every claim supported but the
+draft does not answer the question (another thing than the one asked about, or not the kind of
+answer asked for); ``verify.v1`` stays loadable (KOTAE_VERIFIER_PROMPT). Programmatic checks run as well
 and their findings always count, whatever the model says: the citation check (a
 block that does not exist, an uncited claim) and a lexical floor (a number the
 cited blocks do not hold, or a sentence sharing under half its content words
@@ -18,16 +21,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kotae.citations import Block, cited_numbers, citation_check, numbered_blocks, strip_markers
+from kotae.citations import Block, citation_check, cited_numbers, numbered_blocks, strip_markers, without_title_label
+from kotae.contracts import DraftV1, ModelCall
 from kotae.grounding import support
 from kotae.knowledge.text import split_sentences
-from kotae.contracts import DraftV1, ModelCall
+from kotae.model_reply import again, as_int, json_object
 from kotae.prompts import load_prompt
-from kotae.providers import BadReply, ChatModel, parse_json_object
+from kotae.providers import BadReply, ChatModel
 
 METHOD = "model"
 PROMPTS = Path(__file__).parent / "prompts"
-PROMPT = "verify.v1"
+PROMPT = "verify.v2"
+#: Prompts that ask relevance as class 4 and are shown the question.
+ASKS_RELEVANCE = {"verify.v2"}
+IRRELEVANT = 4
 UNAVAILABLE = "verifier_unavailable"
 MAX_BLOCK_CHARS = 2000
 
@@ -40,14 +47,21 @@ class ModelVerdict:
     prompt_version: str = PROMPT
     calls: list[ModelCall] = field(default_factory=list)
     unavailable: bool = False
+    floor: bool = False  # the programmatic floor found what the model passed
 
     @property
     def passed(self) -> bool:
         return self.verdict == 0 and not self.unavailable
 
+    @property
+    def irrelevant(self) -> bool:
+        """Supported, says the model, but not an answer to the question (class 4 of verify.v2)."""
+        return self.verdict == IRRELEVANT and not self.unavailable
 
-def render_user(draft_text: str, blocks: list[Block]) -> str:
-    parts = ["Evidence / 資料:"]
+
+def render_user(draft_text: str, blocks: list[Block], question: str | None = None) -> str:
+    parts = ["Question / 質問:", "<<<", question, ">>>", ""] if question is not None else []
+    parts.append("Evidence / 資料:")
     for b in blocks:
         label = "FAQ" if b.kind == "faq" else "document"
         parts += ["", f"[{b.n}] ({label}) {b.title}".rstrip(), b.text[:MAX_BLOCK_CHARS]]
@@ -55,14 +69,16 @@ def render_user(draft_text: str, blocks: list[Block]) -> str:
     return "\n".join(parts)
 
 
-def read_verdict(text: str) -> tuple[int, list[str]]:
-    """Class and findings of a verifier reply; :class:`BadReply` when it is not the JSON asked for."""
-    value = parse_json_object(text)
-    verdict = value.get("verdict")
-    if isinstance(verdict, str) and verdict.strip().isdigit():
-        verdict = int(verdict.strip())
-    if isinstance(verdict, bool) or not isinstance(verdict, int) or not 0 <= verdict <= 3:
-        raise BadReply(f"'verdict' must be 0, 1, 2 or 3: {text[:120]!r}")
+def read_verdict(text: str, *, classes: int = 4) -> tuple[int, list[str]]:
+    """Class and findings of a verifier reply; :class:`BadReply` when it is not the JSON asked for.
+
+    ``classes``: how many classes the prompt asked for (4: 0-3; 5: 0-4, relevance as class 4).
+    """
+    value = json_object(text)
+    verdict = as_int(value.get("verdict"))
+    if verdict is None or not 0 <= verdict < classes:
+        allowed = ", ".join(str(c) for c in range(classes - 1)) + f" or {classes - 1}"
+        raise BadReply(f"'verdict' must be {allowed}: {text[:120]!r}")
     findings = value.get("findings", [])
     if not isinstance(findings, list):
         raise BadReply(f"'findings' must be a list: {text[:120]!r}")
@@ -92,7 +108,7 @@ def lexical_floor_findings(draft_text: str, blocks: list[Block]) -> list[str]:
         cited = [by_n[n] for n in cited_numbers(sentence) if n in by_n]
         if not cited:
             continue  # uncited sentences are the citation check's
-        bare = strip_markers(sentence)
+        bare = strip_markers(without_title_label(sentence, cited))
         result = support(bare, [b.text for b in cited])
         refs = "".join(f"[{b.n}]" for b in cited)
         if result.missing_numbers:
@@ -113,24 +129,27 @@ async def model_verify(draft: DraftV1, model: ChatModel, *, reask: int, prompt_v
     """Classify ``draft`` with ``model``; ModelUnavailable propagates for a later redelivery."""
     blocks = numbered_blocks(list(draft.docs), list(draft.faq))
     system = load_prompt(PROMPTS, prompt_version)
-    user = render_user(draft.answer, blocks)
+    relevance = prompt_version in ASKS_RELEVANCE
+    user = render_user(draft.answer, blocks, draft.comment.text if relevance else None)
     programmatic = citation_findings(draft, len(blocks)) + lexical_floor_findings(draft.answer, blocks)
     calls: list[ModelCall] = []
     problem = ""
     for _ in range(1 + reask):
         try:
-            reply = await model.acomplete(system=system, user=user, max_tokens=400, json_mode=True)
+            asked = user if not problem else again(user, problem)
+            reply = await model.acomplete(system=system, user=asked, max_tokens=400, json_mode=True)
         except BadReply as exc:  # a response body the SDK could not read
             problem = str(exc)
             continue
         try:
-            verdict, reasons = read_verdict(reply.text)
+            verdict, reasons = read_verdict(reply.text, classes=5 if relevance else 4)
         except BadReply as exc:
             calls.append(reply.call("verifier", prompt_version, outcome="unparseable"))
             problem = str(exc)
             continue
         calls.append(reply.call("verifier", prompt_version))
+        floor = bool(programmatic) and verdict in (0, IRRELEVANT)
         if programmatic:
-            verdict = max(verdict, 2)
-        return ModelVerdict(verdict, programmatic + reasons, calls=calls, prompt_version=prompt_version)
+            verdict = 2 if verdict == IRRELEVANT else max(verdict, 2)
+        return ModelVerdict(verdict, programmatic + reasons, calls=calls, prompt_version=prompt_version, floor=floor)
     return ModelVerdict(2, [f"{UNAVAILABLE}: {problem}"], calls=calls, prompt_version=prompt_version, unavailable=True)

@@ -1,46 +1,81 @@
-"""The stage edge against a real nats-server: bounded retry with backoff, then a dead letter."""
+"""The stage edge and its pull loop against a real nats-server: bounded retry with backoff, then a dead letter;
+in-flight limits; hand-back on stop."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 
 import nats
 import pytest
 from faststream.nats import NatsBroker
 
-from kotae.bus.edge import StageEdge, TransientError
+from kotae.bus.edge import StageEdge
 from kotae.bus.topology import ensure_streams_at
-from kotae.contracts import CommentV1, RetrievalV1, subjects
+from kotae.contracts import AnswerV1, CommentV1, RetrievalV1, subjects
+from kotae.faults import TransientError
+from kotae.runtime import StageProcess
 from kotae.settings import Settings
+from kotae.stage import FAILED, Handler, Input, Output, Stage
+from tests.factories import read_all
 
-from tests.integration.test_pipeline import read_all
+#: A retriever-like stage whose handler each test writes.
+TEST_STAGE = Stage(
+    name="retriever",
+    description="a stage under test",
+    consumes=Input(subjects.COMMENT, CommentV1),
+    outputs=(Output(subjects.RETRIEVAL, RetrievalV1), FAILED),
+)
+STREAM, DURABLE = subjects.STREAM_COMMENTS, TEST_STAGE.durable
 
 
 def make_comment(cid: str, text: str) -> bytes:
     return CommentV1(comment_id=cid, stream_id="s", author="a", text=text, normalized=text).model_dump_json().encode()
 
 
-async def run_edge(settings: Settings, url: str, behaviour) -> dict[str, int]:
+def evidence_for(comment: CommentV1) -> RetrievalV1:
+    return comment.forward(RetrievalV1, stage="retriever", method="test", gate="answer", top_score=1.0)
+
+
+class RunningStage:
+    """One process of :data:`TEST_STAGE` on its own broker; ``stop()`` stops it as SIGTERM would."""
+
+    def __init__(self, process: StageProcess, broker: NatsBroker) -> None:
+        self.process, self.broker = process, broker
+
+    async def stop(self) -> None:
+        await self.process.stop()
+        await self.broker.stop()
+
+
+async def run_stage(
+    settings: Settings,
+    url: str,
+    handle: Callable[[CommentV1], Awaitable[RetrievalV1 | None]],
+    *,
+    give_up: Callable[[CommentV1, str], Awaitable[AnswerV1 | None]] | None = None,
+    graceful_timeout: float = 15.0,
+) -> RunningStage:
     await ensure_streams_at(url, settings)
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1)
+    broker = NatsBroker(url, logger=None)
+    process = StageProcess(
+        TEST_STAGE, settings, broker, handler=Handler(handle, give_up=give_up), graceful_timeout=graceful_timeout
+    )
+    await broker.start()
+    await process.start()
+    return RunningStage(process, broker)
+
+
+async def run_edge(settings: Settings, url: str, behaviour) -> tuple[dict[str, int], RunningStage]:  # noqa: ANN001
     calls: dict[str, int] = {}
 
-    @router.subscriber(**edge.subscription())
-    async def handle(comment: CommentV1) -> None:
+    async def handle(comment: CommentV1) -> RetrievalV1:
         calls[comment.comment_id] = calls.get(comment.comment_id, 0) + 1
         behaviour(comment, calls[comment.comment_id])
-        await edge.publish(
-            subjects.RETRIEVAL,
-            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
-        )
+        return evidence_for(comment)
 
-    broker = NatsBroker(url, logger=None)
-    broker.include_router(router)
-    await broker.start()
-    return calls, broker
+    return calls, await run_stage(settings, url, handle)
 
 
 async def test_a_transient_fault_is_retried_and_then_succeeds(nats_url: str, settings: Settings) -> None:
@@ -49,7 +84,7 @@ async def test_a_transient_fault_is_retried_and_then_succeeds(nats_url: str, set
             raise TransientError("model timeout")
 
     settings = settings.model_copy(update={"max_deliver": 4})
-    calls, broker = await run_edge(settings, nats_url, flaky)
+    calls, stage = await run_edge(settings, nats_url, flaky)
     nc = await nats.connect(nats_url)
     await nc.jetstream().publish(subjects.COMMENT, make_comment("f1", "質問"))
     for _ in range(100):
@@ -57,7 +92,7 @@ async def test_a_transient_fault_is_retried_and_then_succeeds(nats_url: str, set
             break
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)
-    await broker.stop()
+    await stage.stop()
     await nc.close()
     assert calls["f1"] == 3
     assert len(await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)) == 1
@@ -68,7 +103,7 @@ async def test_a_fault_that_never_clears_is_dead_lettered_after_max_deliver(nats
     def broken(comment: CommentV1, attempt: int) -> None:
         raise TransientError("embedding backend down")
 
-    calls, broker = await run_edge(settings, nats_url, broken)
+    calls, stage = await run_edge(settings, nats_url, broken)
     nc = await nats.connect(nats_url)
     await nc.jetstream().publish(subjects.COMMENT, make_comment("b1", "質問"))
     letters: list[dict] = []
@@ -76,7 +111,7 @@ async def test_a_fault_that_never_clears_is_dead_lettered_after_max_deliver(nats
         letters = await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.1)
         if letters:
             break
-    await broker.stop()
+    await stage.stop()
     await nc.close()
     assert calls["b1"] == settings.max_deliver
     assert len(letters) == 1
@@ -87,40 +122,30 @@ async def test_a_fault_that_never_clears_is_dead_lettered_after_max_deliver(nats
     assert json.loads(letter["payload"])["comment_id"] == "b1"
 
 
-async def test_publishing_to_an_undeclared_subject_is_a_programming_error(settings: Settings) -> None:
-    edge = StageEdge("retriever", settings)
+async def test_publishing_an_undeclared_output_is_a_programming_error(settings: Settings) -> None:
+    edge = StageEdge(TEST_STAGE, settings)
     edge.router()
-    try:
-        await edge.publish(subjects.RERANK, RetrievalV1.model_construct(comment_id="x"))
-    except RuntimeError as exc:
-        assert "without declaring it" in str(exc)
-    else:
-        raise AssertionError("expected RuntimeError")
+    comment = CommentV1(comment_id="x", stream_id="s", author="a", text="質問", normalized="質問")
+    verified = comment.forward(AnswerV1, stage="retriever", outcome="verified")  # declared: failed, not verified
+    with pytest.raises(RuntimeError, match="without declaring it"):
+        await edge.publish(verified)
 
 
 async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: str, settings: Settings) -> None:
     """Exhausted retries publish a terminal outcome; when that publish fails too, the input comes back."""
     settings = settings.model_copy(update={"max_deliver": 2, "retry_backoff_s": 0.05})
-    await ensure_streams_at(nats_url, settings)
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1)
     give_ups: list[str] = []
 
-    async def flaky_give_up(message: CommentV1, reason: str) -> None:
+    async def flaky_give_up(comment: CommentV1, reason: str) -> AnswerV1:
         give_ups.append(reason)
         if len(give_ups) == 1:
             raise ConnectionError("no leader for the stream")  # like a publish during an election
+        return comment.forward(AnswerV1, stage="retriever", outcome="failed", reason=reason)
 
-    edge.on_exhausted(CommentV1, flaky_give_up)
-
-    @router.subscriber(**edge.subscription())
-    async def handle(comment: CommentV1) -> None:
+    async def handle(comment: CommentV1) -> RetrievalV1:
         raise TransientError("backend down")
 
-    broker = NatsBroker(nats_url, logger=None)
-    broker.include_router(router)
-    await broker.start()
+    stage = await run_stage(settings, nats_url, handle, give_up=flaky_give_up)
     nc = await nats.connect(nats_url)
     await nc.jetstream().publish(subjects.COMMENT, make_comment("g1", "質問"))
     letters: list[dict] = []
@@ -128,7 +153,7 @@ async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: s
         letters = await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.1)
         if letters:
             break
-    await broker.stop()
+    await stage.stop()
     await nc.close()
     assert len(give_ups) == 2  # the failed give-up, then the one that stored the outcome
     assert all(r.startswith("gave up after 2 deliveries") for r in give_ups)
@@ -137,20 +162,15 @@ async def test_a_give_up_whose_own_publish_fails_is_retried_not_lost(nats_url: s
 
 async def slow_stage(
     settings: Settings, url: str, seconds: float, peak: list[int] | None = None
-) -> tuple[StageEdge, NatsBroker, list[str]]:
+) -> tuple[RunningStage, list[str]]:
     """A retriever-like stage whose handler takes ``seconds``; stops with a 0.2 s graceful timeout.
 
     ``peak``, if given, ends up holding the most handlers that ran at once.
     """
     started: list[str] = []
     running = [0]
-    await ensure_streams_at(url, settings)
-    edge = StageEdge("retriever", settings)
-    router = edge.router()
-    edge.output(subjects.RETRIEVAL, RetrievalV1)
 
-    @router.subscriber(**edge.subscription())
-    async def handle(comment: CommentV1) -> None:
+    async def handle(comment: CommentV1) -> RetrievalV1:
         started.append(comment.comment_id)
         running[0] += 1
         if peak is not None:
@@ -159,21 +179,14 @@ async def slow_stage(
             await asyncio.sleep(seconds)
         finally:
             running[0] -= 1
-        await edge.publish(
-            subjects.RETRIEVAL,
-            RetrievalV1(comment_id=comment.comment_id, stream_id="s", comment=comment, gate="answer", top_score=1.0, method="test"),
-        )
+        return evidence_for(comment)
 
-    broker = NatsBroker(url, logger=None, graceful_timeout=0.2)
-    broker.include_router(router)
-    await broker.start()
-    return edge, broker, started
+    return await run_stage(settings, url, handle, graceful_timeout=0.2), started
 
 
-async def successor_takes(js, edge: StageEdge, wanted: int, attempts: int) -> set[str]:  # noqa: ANN001
-    """Comment ids the next process pulling from ``edge``'s consumer gets within ``attempts`` half-second fetches."""
-    spec = edge.consumer
-    successor = await js.pull_subscribe_bind(spec.durable, spec.stream)
+async def successor_takes(js, wanted: int, attempts: int) -> set[str]:  # noqa: ANN001
+    """Comment ids the next process pulling from the stage's consumer gets within ``attempts`` half-second fetches."""
+    successor = await js.pull_subscribe_bind(DURABLE, STREAM)
     taken: list = []
     for _ in range(attempts):
         try:
@@ -194,30 +207,31 @@ async def test_stopping_hands_back_what_was_fetched_but_not_finished(nats_url: s
     (the rest would come back only after ``ack_wait_s``, a minute here).
     """
     settings = settings.model_copy(update={"inflight": 2, "ack_wait_s": 60.0})
-    edge, broker, started = await slow_stage(settings, nats_url, 0.4)
+    stage, started = await slow_stage(settings, nats_url, 0.4)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     for i in range(8):
         await js.publish(subjects.COMMENT, make_comment(f"s{i}", "質問"))
-    spec = edge.consumer
     for _ in range(100):  # until the workers are busy and more is fetched than they can take
-        info = await js.consumer_info(spec.stream, spec.durable)
+        info = await js.consumer_info(STREAM, DURABLE)
         if info.num_ack_pending > 2 and len(started) >= 2:
             break
         await asyncio.sleep(0.02)
     assert info.num_ack_pending > 2
-    await broker.stop()
+    await stage.stop()
 
     answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)}
-    never_fetched = (await js.consumer_info(spec.stream, spec.durable)).num_pending
-    comment_ids = await successor_takes(js, edge, 8 - len(answered), attempts=20)
+    never_fetched = (await js.consumer_info(STREAM, DURABLE)).num_pending
+    comment_ids = await successor_takes(js, 8 - len(answered), attempts=20)
     await nc.close()
     assert never_fetched < 8 - len(answered)  # some unanswered comments had been fetched by the stopped stage
     assert comment_ids == {f"s{i}" for i in range(8)} - answered
 
 
 @pytest.mark.parametrize("inflight", [1, 4])
-async def test_stopping_while_a_pull_waits_leaves_no_request_behind(nats_url: str, settings: Settings, inflight: int) -> None:
+async def test_stopping_while_a_pull_waits_leaves_no_request_behind(
+    nats_url: str, settings: Settings, inflight: int
+) -> None:
     """A stop lets the pull request under way end instead of cancelling it.
 
     A cancelled fetch leaves its request on the server for up to a second; a
@@ -228,22 +242,21 @@ async def test_stopping_while_a_pull_waits_leaves_no_request_behind(nats_url: st
     the stage takes one message at a time or several.
     """
     settings = settings.model_copy(update={"inflight": inflight, "ack_wait_s": 60.0})
-    edge, broker, _ = await slow_stage(settings, nats_url, 0.0)
+    stage, _ = await slow_stage(settings, nats_url, 0.0)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
-    spec = edge.consumer
     for _ in range(100):  # until the stage's pull request waits on the server
-        if (await js.consumer_info(spec.stream, spec.durable)).num_waiting:
+        if (await js.consumer_info(STREAM, DURABLE)).num_waiting:
             break
         await asyncio.sleep(0.02)
-    stopping = asyncio.create_task(broker.stop())
+    stopping = asyncio.create_task(stage.stop())
     for i in range(6):
         await js.publish(subjects.COMMENT, make_comment(f"w{i}", "質問"))
         await asyncio.sleep(0.03)
     await stopping
-    waiting = (await js.consumer_info(spec.stream, spec.durable)).num_waiting
+    waiting = (await js.consumer_info(STREAM, DURABLE)).num_waiting
     answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)}
-    taken = await successor_takes(js, edge, 6 - len(answered), attempts=4)  # two seconds: far less than the ack wait
+    taken = await successor_takes(js, 6 - len(answered), attempts=4)  # two seconds: far less than the ack wait
     await nc.close()
     assert waiting == 0
     assert taken == {f"w{i}" for i in range(6)} - answered
@@ -257,7 +270,7 @@ async def test_handlers_run_concurrently_up_to_inflight_and_never_more(nats_url:
     """
     settings = settings.model_copy(update={"inflight": 3})
     peak = [0]
-    _, broker, _ = await slow_stage(settings, nats_url, 0.3, peak)
+    stage, _ = await slow_stage(settings, nats_url, 0.3, peak)
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     for i in range(10):
@@ -267,7 +280,7 @@ async def test_handlers_run_concurrently_up_to_inflight_and_never_more(nats_url:
         answered = {m["data"]["comment_id"] for m in await read_all(nats_url, subjects.RETRIEVAL, idle=0.1)}
         if len(answered) == 10:
             break
-    await broker.stop()
+    await stage.stop()
     await nc.close()
     assert answered == {f"c{i}" for i in range(10)}
     assert peak[0] == 3

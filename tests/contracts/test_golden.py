@@ -37,6 +37,26 @@ def test_answer_outcome_matches_its_golden_file_name() -> None:
         assert subjects.answer(outcome).endswith(outcome)
 
 
+@pytest.mark.parametrize(("prefix", "field", "known"), [
+    ("onair.v1", "event", subjects.ONAIR_EVENTS),
+    ("moderation.v1", "action", subjects.MODERATION_ACTIONS),
+])  # fmt: skip
+def test_on_air_and_moderation_golden_files_are_named_by_what_they_say(prefix: str, field: str, known: tuple) -> None:
+    paths = list(GOLDEN.glob(f"{prefix}.*.json"))
+    assert paths
+    for path in paths:
+        value = json.loads(path.read_text())[field]
+        assert value == path.stem.removeprefix(prefix + ".") and value in known
+
+
+def test_a_comment_from_before_members_and_display_names_still_parses() -> None:
+    """comment.v1 gained ``member`` and ``author_name`` (additive): a message without them means neither."""
+    data = json.loads((GOLDEN / "comment.v1.json").read_text())
+    assert "member" not in data and "author_name" not in data
+    comment = SCHEMAS["comment.v1"].model_validate(data)
+    assert comment.member is False and comment.author_name is None
+
+
 def test_an_old_message_with_extra_fields_still_parses() -> None:
     """Additive changes only within a version: unknown fields from a newer producer are ignored."""
     data = json.loads((GOLDEN / "comment.v1.json").read_text())

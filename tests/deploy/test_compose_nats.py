@@ -25,18 +25,19 @@ import yaml
 from nats.errors import NoServersError
 from pydantic import SecretStr
 
-from kotae.bus import access
+from kotae import nats_users
+from kotae.bus import connection, permissions, server_conf
 from kotae.bus.embedded import find_nats_server
 from kotae.bus.topology import ensure_streams_at
 from kotae.contracts import subjects
+from kotae.services import STAGES as DECLARED
 from kotae.settings import Settings
-from kotae.stack import STAGES
-
+from kotae.stack import PROCESSES as STAGES  # the on-request ones are deployed too
 from tests.fakes.nats_config import configured_nats, free_port, server_errors
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CONF = DEPLOY / "nats/compose.conf"
-PASSWORDS_COMMAND = "python -m kotae.bus.access passwords --out deploy/.env"
+PASSWORDS_COMMAND = "kotae nats passwords --out deploy/.env"
 
 
 def _services() -> dict:
@@ -44,7 +45,7 @@ def _services() -> dict:
 
 
 def _service_users() -> list[str]:
-    return list(access.service_users(Settings.model_construct()))
+    return list(permissions.service_users(DECLARED, Settings.model_construct()))
 
 
 def _required(variable: str) -> re.Pattern[str]:
@@ -60,7 +61,7 @@ def test_every_stage_connects_as_its_own_user_with_its_own_password() -> None:
     for name in (*STAGES, "ingest"):
         env = services[name]["environment"]
         assert env["KOTAE_NATS_USER"] == name
-        match = _required(access.password_variable(name)).match(env["KOTAE_NATS_PASSWORD"])
+        match = _required(server_conf.password_variable(name)).match(env["KOTAE_NATS_PASSWORD"])
         assert match, f"{name}: KOTAE_NATS_PASSWORD is {env['KOTAE_NATS_PASSWORD']!r}"
         assert PASSWORDS_COMMAND in match["message"]
         assert env["KOTAE_NATS_URL"] == "nats://nats:4222"  # the shared stage settings still apply
@@ -72,7 +73,7 @@ def test_nats_runs_the_generated_config_and_requires_every_password_it_names() -
     assert nats_service["command"] == ["-c", "/etc/nats/compose.conf"]
     assert "./nats/compose.conf:/etc/nats/compose.conf:ro" in nats_service["volumes"]
     named = set(re.findall(r"\$(NATS_PASSWORD_\w+)", CONF.read_text(encoding="utf-8")))
-    assert named == {access.password_variable(user) for user in _service_users()}
+    assert named == {server_conf.password_variable(user) for user in _service_users()}
     env = nats_service["environment"]
     assert set(env) == named
     for variable, value in env.items():
@@ -87,28 +88,29 @@ def test_nats_runs_the_generated_config_and_requires_every_password_it_names() -
 
 def test_the_passwords_file_is_private_complete_and_never_overwritten(tmp_path: Path) -> None:
     out = tmp_path / ".env"
-    assert access.main(["passwords", "--out", str(out)]) == 0
+    assert nats_users.write_passwords(out) == 0
     assert out.stat().st_mode & 0o777 == 0o600
     text = out.read_text(encoding="utf-8")
     values = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
-    assert set(values) == {access.password_variable(user) for user in _service_users()}
+    assert set(values) == {server_conf.password_variable(user) for user in _service_users()}
     assert len(set(values.values())) == len(values)
-    assert access.main(["passwords", "--out", str(out)]) == 1
+    assert nats_users.write_passwords(out) == 1
     assert out.read_text(encoding="utf-8") == text
 
 
 def test_the_documented_command_prints_a_password_for_every_user() -> None:
-    run = subprocess.run([sys.executable, "-m", "kotae.bus.access", "passwords"],
-                         capture_output=True, text=True, timeout=60, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "kotae", "nats", "passwords"], capture_output=True, text=True, timeout=60, check=True
+    )
     names = {line.split("=", 1)[0] for line in run.stdout.splitlines() if not line.startswith("#")}
-    assert names == {access.password_variable(user) for user in _service_users()}
+    assert names == {server_conf.password_variable(user) for user in _service_users()}
 
 
 # --- a real nats-server with compose.conf ---------------------------------------------
 
 
 def _passwords() -> dict[str, str]:
-    return dict(line.split("=", 1) for line in access.password_lines())
+    return dict(line.split("=", 1) for line in nats_users.password_lines())
 
 
 def test_nats_server_accepts_compose_conf_and_refuses_it_without_a_password() -> None:
@@ -153,7 +155,7 @@ async def test_on_compose_conf_the_verifier_stores_its_outcome_and_may_not_publi
     async def on_error(exc: Exception) -> None:
         errors.append(exc)
 
-    nc = await nats.connect(**{**access.connect_options(verifier, url), "error_cb": on_error})
+    nc = await nats.connect(**{**connection.connect_options(verifier, url), "error_cb": on_error})
     ack = await nc.jetstream().publish(subjects.answer("verified"), b"{}")
     assert ack.stream == subjects.STREAM_ANSWERS
     await nc.publish(subjects.RETRIEVAL, b"{}")
@@ -164,7 +166,9 @@ async def test_on_compose_conf_the_verifier_stores_its_outcome_and_may_not_publi
     assert f'"{subjects.RETRIEVAL}"' in str(errors[0])
 
     with pytest.raises((NoServersError, nats.errors.Error, OSError)):
-        await nats.connect(url, user="verifier", password=passwords["reader"], allow_reconnect=False, max_reconnect_attempts=0)
+        await nats.connect(
+            url, user="verifier", password=passwords["reader"], allow_reconnect=False, max_reconnect_attempts=0
+        )
 
     # The exporter (-jsz=all) reads the account's streams from the monitoring port, which needs no user.
     with urllib.request.urlopen(f"{monitor}/jsz?accounts=true&streams=true", timeout=5) as response:

@@ -20,10 +20,13 @@ import pytest
 import yaml
 
 from kotae import envfile
-from kotae.bus.topology import CONSUMERS
 from kotae.metrics import METRIC_NAMES
+from kotae.services import STAGES as DECLARED
 from kotae.settings import ENV_PREFIX, Settings
-from kotae.stack import STAGES
+from kotae.stack import PROCESSES as STAGES  # every stage a deployment runs, on-request ones included
+from kotae.stage import by_name
+from tests.deploy.promql import read
+from tests.factories import consumer_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -45,8 +48,12 @@ def _yaml_docs(path: Path) -> list[dict]:
 
 def test_compose_is_valid_against_the_compose_spec() -> None:
     exe = Path(sys.executable).parent / "check-jsonschema"
-    run = subprocess.run([str(exe), "--builtin-schema", "vendor.compose-spec", str(DEPLOY / "compose.yaml")],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [str(exe), "--builtin-schema", "vendor.compose-spec", str(DEPLOY / "compose.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -62,8 +69,13 @@ def test_compose_runs_every_stage_and_the_observability_stack() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["prometheus/prometheus.yml", "otel/collector.yaml", "tempo/tempo.yaml",
-     "grafana/provisioning/datasources/datasources.yaml", "grafana/provisioning/dashboards/dashboards.yaml"],
+    [
+        "prometheus/prometheus.yml",
+        "otel/collector.yaml",
+        "tempo/tempo.yaml",
+        "grafana/provisioning/datasources/datasources.yaml",
+        "grafana/provisioning/dashboards/dashboards.yaml",
+    ],
 )
 def test_observability_configs_parse(path: str) -> None:
     assert isinstance(yaml.safe_load((DEPLOY / path).read_text(encoding="utf-8")), dict)
@@ -101,8 +113,12 @@ def test_k8s_files_are_current() -> None:
     builder = _module(DEPLOY / "k8s/build.py")
     rendered = builder.render()
     # compose's NATS config is generated with the others, so its users cannot drift from theirs.
-    assert {DEPLOY / "k8s/stages.yaml", DEPLOY / "k8s/nats-values.yaml", DEPLOY / "nats/nats-server.conf",
-            DEPLOY / "nats/compose.conf"} <= set(rendered)
+    assert {
+        DEPLOY / "k8s/stages.yaml",
+        DEPLOY / "k8s/nats-values.yaml",
+        DEPLOY / "nats/nats-server.conf",
+        DEPLOY / "nats/compose.conf",
+    } <= set(rendered)
     for path, text in rendered.items():
         assert path.read_text(encoding="utf-8") == text, f"regenerate: python deploy/k8s/build.py ({path.name})"
 
@@ -119,14 +135,19 @@ def test_every_stage_has_a_deployment_and_a_scaler_on_its_own_consumer() -> None
     docs = _yaml_docs(DEPLOY / "k8s/stages.yaml")
     deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
     scalers = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ScaledObject"}
+    declared = by_name(DECLARED)
     for stage in STAGES:
         container = deployments[f"kotae-{stage}"]["spec"]["template"]["spec"]["containers"][0]
         assert container["command"] == ["kotae", "serve", stage]
         assert {"livenessProbe", "readinessProbe", "startupProbe", "resources"} <= set(container)
+        if declared[stage].consumes is None:  # a service (the on-air stage): its replicas are fixed, no scaler
+            assert f"kotae-{stage}" not in scalers
+            replicas = deployments[f"kotae-{stage}"]["spec"]["replicas"]
+            assert replicas == declared[stage].resources.min_replicas
+            continue
         trigger = scalers[f"kotae-{stage}"]["spec"]["triggers"][0]
         assert trigger["type"] == "nats-jetstream"
-        assert trigger["metadata"]["stream"] == CONSUMERS[stage].stream
-        assert trigger["metadata"]["consumer"] == CONSUMERS[stage].durable
+        assert (trigger["metadata"]["stream"], trigger["metadata"]["consumer"]) == consumer_of(stage)
         env = {e["name"] for e in container["env"]}
         assert {"KOTAE_NATS_URL", "KOTAE_NATS_USER", "KOTAE_NATS_PASSWORD", "KOTAE_STREAM_REPLICAS"} <= env
         for name in env:
@@ -145,7 +166,11 @@ def test_a_job_applies_stream_changes_as_the_streams_user_with_the_stages_settin
     retriever = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "kotae-retriever")
     stage = retriever["spec"]["template"]["spec"]["containers"][0]
     assert container["envFrom"][0] == stage["envFrom"][0]
-    shared = {e["name"]: e.get("value") for e in stage["env"] if "value" in e and e["name"] not in ("KOTAE_NATS_USER", "KOTAE_SERVICE_NAME")}
+    shared = {
+        e["name"]: e.get("value")
+        for e in stage["env"]
+        if "value" in e and e["name"] not in ("KOTAE_NATS_USER", "KOTAE_SERVICE_NAME")
+    }
     shared.pop("KOTAE_METRICS_PORT")
     assert {name: env[name].get("value") for name in shared} == shared
     secrets = _yaml_docs(DEPLOY / "k8s/secrets.example.yaml")
@@ -175,9 +200,9 @@ def test_nats_users_may_publish_exactly_what_their_stage_declares() -> None:
     builder = _module(DEPLOY / "k8s/build.py")
     values = yaml.safe_load((DEPLOY / "k8s/nats-values.yaml").read_text(encoding="utf-8"))
     users = {u["user"]: u for u in values["config"]["merge"]["accounts"]["KOTAE"]["users"]}
-    for stage, (published, _) in builder.stage_subjects().items():
-        allowed = [s for s in users[stage]["permissions"]["publish"]["allow"] if s.startswith("kotae.")]
-        assert sorted(allowed) == published
+    for stage in builder.STAGES:
+        allowed = [s for s in users[stage.name]["permissions"]["publish"]["allow"] if s.startswith("kotae.")]
+        assert sorted(allowed) == list(stage.published)
     assert values["config"]["jetstream"]["merge"]["sync_interval"] == "always"
     assert values["config"]["cluster"]["replicas"] == 3
 
@@ -185,15 +210,10 @@ def test_nats_users_may_publish_exactly_what_their_stage_declares() -> None:
 # --- dashboards ----------------------------------------------------------------------
 
 EXTERNAL_METRICS = {"jetstream_consumer_num_pending", "jetstream_consumer_num_ack_pending"}
-PROMQL_WORDS = {"sum", "by", "rate", "increase", "histogram_quantile", "le", "without", "avg", "max", "min", "count"}
 
 
 def _metric_names(expr: str) -> set[str]:
-    bare = re.sub(r'\{[^}]*\}|"[^"]*"|\[[^\]]*\]', "", expr)
-    words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", bare))
-    labels = set(re.findall(r"by \(([^)]*)\)", expr))
-    label_words = {w.strip() for group in labels for w in group.split(",")}
-    return words - PROMQL_WORDS - label_words
+    return read(expr).metrics
 
 
 def _exported() -> set[str]:
@@ -218,7 +238,7 @@ def test_dashboards_are_current_and_query_only_exported_metrics() -> None:
         dashboard = json.loads(on_disk)
         queried = 0
         for panel in dashboard["panels"]:
-            for target in panel["targets"]:
+            for target in panel.get("targets", []):
                 if "expr" not in target:
                     continue
                 names = _metric_names(target["expr"])
@@ -227,4 +247,18 @@ def test_dashboards_are_current_and_query_only_exported_metrics() -> None:
                 assert not unknown, f"{name}: {panel['title']!r} queries {sorted(unknown)}, which nothing exports"
                 queried += 1
         assert queried >= 4
-        assert any(p["datasource"]["type"] == "tempo" for p in dashboard["panels"]) or name == "cost.json"
+        assert any(p.get("datasource", {}).get("type") == "tempo" for p in dashboard["panels"]) or name == "cost.json"
+
+
+def test_the_pipeline_overview_opens_with_kotaes_alerts_from_prometheus() -> None:
+    dashboard = json.loads((DEPLOY / "grafana/dashboards/pipeline.json").read_text(encoding="utf-8"))
+    first = dashboard["panels"][0]
+    assert first["type"] == "alertlist"
+    options = first["options"]
+    assert options["stateFilter"]["firing"] and options["stateFilter"]["pending"]
+    datasources = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/datasources.yaml").read_text())
+    prometheus = next(d for d in datasources["datasources"] if d["type"] == "prometheus")
+    assert options["datasource"] == prometheus["name"]  # the rules Prometheus evaluates
+    rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text(encoding="utf-8"))
+    names = [r["alert"] for g in rules["groups"] for r in g["rules"]]
+    assert names and all(options["alertName"] in n for n in names)

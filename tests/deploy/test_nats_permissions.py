@@ -18,10 +18,9 @@ from nats.errors import NoServersError
 from kotae.bus.topology import ensure_streams_at
 from kotae.contracts import AnswerV1, subjects
 from kotae.settings import Settings, load_settings
-
+from tests.factories import FAITHFUL, draft
 from tests.fakes.nats_config import configured_nats, free_port, server_errors
 from tests.integration.stages import running_stages
-from tests.services.verifier.test_handlers import FAITHFUL, draft
 
 VALUES = Path(__file__).resolve().parents[2] / "deploy/k8s/nats-values.yaml"
 
@@ -45,10 +44,14 @@ def secured_nats(tmp_path: Path):  # noqa: ANN201
 
 
 def as_user(settings: Settings, user: str) -> Settings:
-    return settings.model_copy(update={"nats_user": user, "nats_password": load_settings(nats_password=f"pw-{user}").nats_password})
+    return settings.model_copy(
+        update={"nats_user": user, "nats_password": load_settings(nats_password=f"pw-{user}").nats_password}
+    )
 
 
-async def test_a_stage_works_as_its_own_user_and_may_not_publish_anything_else(secured_nats: str, settings: Settings) -> None:
+async def test_a_stage_works_as_its_own_user_and_may_not_publish_anything_else(
+    secured_nats: str, settings: Settings
+) -> None:
     await ensure_streams_at(secured_nats, as_user(settings, "admin"))
     verifier = as_user(settings, "verifier")
     async with running_stages(verifier, secured_nats, stages=("verifier",)):
@@ -76,4 +79,6 @@ async def test_a_stage_works_as_its_own_user_and_may_not_publish_anything_else(s
 
 async def test_a_wrong_password_is_refused(secured_nats: str) -> None:
     with pytest.raises((NoServersError, nats.errors.Error, OSError)):
-        await nats.connect(secured_nats, user="verifier", password="nope", max_reconnect_attempts=0, allow_reconnect=False)
+        await nats.connect(
+            secured_nats, user="verifier", password="nope", max_reconnect_attempts=0, allow_reconnect=False
+        )

@@ -82,7 +82,10 @@ class NatsCluster:
     def start_node(self, node: Node, timeout: float = 10.0) -> None:
         with open(node.log, "ab") as log:
             node.process = subprocess.Popen(
-                [str(find_nats_server()), "-c", str(node.config)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                [str(find_nats_server()), "-c", str(node.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + timeout
         while True:
@@ -96,7 +99,7 @@ class NatsCluster:
                     raise RuntimeError(f"{node.name} did not listen within {timeout}s") from None
                 time.sleep(0.05)
 
-    def start(self) -> "NatsCluster":
+    def start(self) -> NatsCluster:
         for node in self.nodes:
             self.start_node(node)
         return self
@@ -124,7 +127,7 @@ class NatsCluster:
                     node.process.kill()
                     node.process.wait()
 
-    def __enter__(self) -> "NatsCluster":
+    def __enter__(self) -> NatsCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

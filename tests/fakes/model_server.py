@@ -1,5 +1,9 @@
 """A local HTTP server that speaks the OpenAI and Anthropic wire formats.
 
+Besides chat, messages and embeddings it answers OpenAI's ``/audio/speech``
+with a real WAV (a tone as long as the input would take to say, with the
+unknown sizes of a streamed header, as the hosted endpoint sends it).
+
 Tests point the real openai and anthropic SDKs at it (``base_url``). Each
 request takes a behaviour: a reply text, or a fault — ``429``, ``500``,
 ``timeout`` (answers after the client gave up), ``garbage`` (a body that is not
@@ -17,9 +21,11 @@ import re
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.wav import spoken_wav, streamed
 
 Responder = Callable[[str, dict[str, Any]], "str | None"]
 
@@ -31,9 +37,105 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
+def _reply(path: str, body: dict[str, Any], text: str) -> dict[str, Any]:
+    """A successful reply in the wire format of the endpoint ``path`` names."""
+    if path.endswith("/messages"):
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 7},
+        }
+    if path.endswith("/embeddings"):
+        inputs = body.get("input") or []
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        return {
+            "object": "list",
+            "model": body.get("model", "fake"),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": [1.0, 0.0, float(len(t) % 7)]}
+                for i, t in enumerate(inputs)
+            ],
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+        }
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # Keep-alive, like the hosted APIs: a client reuses its connections instead of
+    # paying a TCP connect per call (which would bill a benchmark's stages for it).
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without this, Nagle's algorithm holds the
+    # body back until the client's delayed ACK (~40 ms a call on loopback).
+    disable_nagle_algorithm = True
+    fake: FakeModelServer  # set on the subclass each server makes
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        fake = self.fake
+        fake.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+        behaviour = fake.responder(self.path, body) if fake.responder else None
+        if behaviour is None:
+            with fake._lock:
+                behaviour = fake.script.popleft() if fake.script else fake.default
+        if fake.delay_s:
+            time.sleep(fake.delay_s)
+        self._behave(behaviour, body)
+
+    def _behave(self, behaviour: str, body: dict[str, Any]) -> None:
+        if behaviour in ("429", "500", "503"):
+            self._send(int(behaviour), {"error": {"message": f"scripted {behaviour}", "type": "scripted"}})
+        elif behaviour == "timeout":
+            time.sleep(self.fake.timeout_sleep_s)
+            self._send(200, _reply(self.path, body, "late"))
+        elif behaviour == "garbage":
+            self._raw(200, b"<html>not json</html>")
+        elif behaviour == "truncated":
+            self._raw(200, json.dumps(_reply(self.path, body, "cut"))[:40].encode())
+        elif behaviour == "shapeless":
+            self._send(200, {"id": "x", "object": "unknown"})
+        elif self.path.endswith("/audio/speech"):
+            self._raw(200, streamed(spoken_wav(str(body.get("input", "")))), kind="audio/wav")
+        else:
+            self._send(200, _reply(self.path, body, behaviour))
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        self._raw(status, json.dumps(payload, ensure_ascii=False).encode())
+
+    def _raw(self, status: int, data: bytes, *, kind: str = "application/json") -> None:
+        try:
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
 class FakeModelServer:
     def __init__(
-        self, default: str = "ok", *, timeout_sleep_s: float = 3.0, responder: Responder | None = None, delay_s: float = 0.0
+        self,
+        default: str = "ok",
+        *,
+        timeout_sleep_s: float = 3.0,
+        responder: Responder | None = None,
+        delay_s: float = 0.0,
     ) -> None:
         self.script: deque[str] = deque()
         self.default = default
@@ -42,85 +144,15 @@ class FakeModelServer:
         self.responder = responder
         self.delay_s = delay_s
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            # Keep-alive, like the hosted APIs: a client reuses its connections instead of
-            # paying a TCP connect per call (which would bill a benchmark's stages for it).
-            protocol_version = "HTTP/1.1"
-            # Headers and body go out in two writes; without this, Nagle's algorithm holds the
-            # body back until the client's delayed ACK (~40 ms a call on loopback).
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
-                behaviour = server.responder(self.path, body) if server.responder else None
-                if behaviour is None:
-                    with server._lock:
-                        behaviour = server.script.popleft() if server.script else server.default
-                if server.delay_s:
-                    time.sleep(server.delay_s)
-                if behaviour in ("429", "500", "503"):
-                    self._send(int(behaviour), {"error": {"message": f"scripted {behaviour}", "type": "scripted"}})
-                elif behaviour == "timeout":
-                    time.sleep(server.timeout_sleep_s)
-                    self._send(200, self._reply(body, "late"))
-                elif behaviour == "garbage":
-                    self._raw(200, b"<html>not json</html>")
-                elif behaviour == "truncated":
-                    self._raw(200, json.dumps(self._reply(body, "cut"))[:40].encode())
-                elif behaviour == "shapeless":
-                    self._send(200, {"id": "x", "object": "unknown"})
-                else:
-                    self._send(200, self._reply(body, behaviour))
-
-            def _reply(self, body: dict[str, Any], text: str) -> dict[str, Any]:
-                if self.path.endswith("/messages"):
-                    return {
-                        "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
-                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-                        "usage": {"input_tokens": 11, "output_tokens": 7},
-                    }
-                if self.path.endswith("/embeddings"):
-                    inputs = body.get("input") or []
-                    inputs = [inputs] if isinstance(inputs, str) else inputs
-                    return {
-                        "object": "list", "model": body.get("model", "fake"),
-                        "data": [{"object": "embedding", "index": i, "embedding": [1.0, 0.0, float(len(t) % 7)]} for i, t in enumerate(inputs)],
-                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
-                    }
-                return {
-                    "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-                }
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                self._raw(status, json.dumps(payload, ensure_ascii=False).encode())
-
-            def _raw(self, status: int, data: bytes) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self.httpd = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def __enter__(self) -> "FakeModelServer":
+    def __enter__(self) -> FakeModelServer:
         self.thread.start()
         return self
 

@@ -26,8 +26,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def configured_nats(config: dict[str, Any] | str, folder: Path, *, env: dict[str, str] | None = None,
-                    ready: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def configured_nats(
+    config: dict[str, Any] | str, folder: Path, *, env: dict[str, str] | None = None, ready: str | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """nats-server running ``config`` (a dict, written as JSON, which nats-server reads, or the text
     of a configuration) until the block ends; started once it accepts connections on its
     ``listen`` port, or once the URL ``ready`` answers 200."""
@@ -35,8 +36,12 @@ def configured_nats(config: dict[str, Any] | str, folder: Path, *, env: dict[str
     text = config if isinstance(config, str) else json.dumps(config)
     path.write_text(text, encoding="utf-8")
     port = int(_listen(config).rsplit(":", 1)[1])
-    proc = subprocess.Popen([str(find_nats_server()), "-c", str(path)], env={**os.environ, **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(find_nats_server()), "-c", str(path)],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 10
     try:
         while not _up(port, ready):

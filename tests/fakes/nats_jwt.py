@@ -13,8 +13,16 @@ from typing import Any
 
 from kotae.bus.creds import encode, new_seed, public_key
 
-UNLIMITED = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": True, "conn": -1,
-             "leaf": -1}
+UNLIMITED = {
+    "subs": -1,
+    "data": -1,
+    "payload": -1,
+    "imports": -1,
+    "exports": -1,
+    "wildcards": True,
+    "conn": -1,
+    "leaf": -1,
+}
 #: JetStream is enabled for an account whose limits allow it storage.
 WITH_JETSTREAM = {**UNLIMITED, "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}
 
@@ -31,13 +39,21 @@ class JwtAccounts:
         self.account = public_key(self.account_seed)
         operator = public_key(self.operator_seed)
         self.operator_jwt = encode(
-            {"name": "kotae-test", "sub": operator, "nats": {"type": "operator", "version": 2, "system_account": self.system}},
+            {
+                "name": "kotae-test",
+                "sub": operator,
+                "nats": {"type": "operator", "version": 2, "system_account": self.system},
+            },
             self.operator_seed,
         )
         self.system_jwt = self._account_jwt("SYS", self.system, UNLIMITED)
-        self.account_jwt = self._account_jwt("KOTAE", self.account, WITH_JETSTREAM, signing_keys=[public_key(self.signing_seed)])
+        self.account_jwt = self._account_jwt(
+            "KOTAE", self.account, WITH_JETSTREAM, signing_keys=[public_key(self.signing_seed)]
+        )
 
-    def _account_jwt(self, name: str, key: str, limits: dict[str, Any], *, signing_keys: list[str] | None = None) -> str:
+    def _account_jwt(
+        self, name: str, key: str, limits: dict[str, Any], *, signing_keys: list[str] | None = None
+    ) -> str:
         nats: dict[str, Any] = {"limits": limits, "type": "account", "version": 2}
         if signing_keys:
             nats["signing_keys"] = signing_keys

@@ -40,11 +40,23 @@ def onecomme_comment(
         "comment": text,
     }
     data.update(extra)
-    return {"id": "frame-1", "service": service, "name": "配信枠", "url": "https://www.youtube.com/watch?v=vid-1", "color": {"r": 0, "g": 0, "b": 0}, "data": data}
+    return {
+        "id": "frame-1",
+        "service": service,
+        "name": "配信枠",
+        "url": "https://www.youtube.com/watch?v=vid-1",
+        "color": {"r": 0, "g": 0, "b": 0},
+        "data": data,
+    }
 
 
 def comments_frame(*comments: dict[str, Any]) -> str:
     return json.dumps({"type": "comments", "data": {"comments": list(comments)}}, ensure_ascii=False)
+
+
+def deleted_frame(*comments: dict[str, Any] | str) -> str:
+    """OneComme's ``deleted`` frame: the comments a moderator (or the streamer) removed."""
+    return json.dumps({"type": "deleted", "data": list(comments)}, ensure_ascii=False)
 
 
 class FakeOneComme:
@@ -66,7 +78,7 @@ class FakeOneComme:
         port = self._server.sockets[0].getsockname()[1]
         return f"ws://127.0.0.1:{port}/sub"
 
-    async def __aenter__(self) -> "FakeOneComme":
+    async def __aenter__(self) -> FakeOneComme:
         self._server = await serve(self._handle, "127.0.0.1", 0).__aenter__()
         return self
 

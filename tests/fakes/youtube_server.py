@@ -30,7 +30,14 @@ _ERRORS = {
 }
 
 
-def text_message(msg_id: str, text: str, *, channel: str = "UCaaaaaaaaaaaaaaaaaaaaaa", name: str = "viewer", at: str = "2026-11-30T11:00:00Z") -> dict[str, Any]:
+def text_message(
+    msg_id: str,
+    text: str,
+    *,
+    channel: str = "UCaaaaaaaaaaaaaaaaaaaaaa",
+    name: str = "viewer",
+    at: str = "2026-11-30T11:00:00Z",
+) -> dict[str, Any]:
     return {
         "kind": "youtube#liveChatMessage",
         "etag": f"e-{msg_id}",
@@ -58,7 +65,14 @@ def text_message(msg_id: str, text: str, *, channel: str = "UCaaaaaaaaaaaaaaaaaa
 
 
 def superchat_message(
-    msg_id: str, text: str, *, micros: int, currency: str, display: str, channel: str = "UCbbbbbbbbbbbbbbbbbbbbbb", at: str = "2026-11-30T11:00:00Z"
+    msg_id: str,
+    text: str,
+    *,
+    micros: int,
+    currency: str,
+    display: str,
+    channel: str = "UCbbbbbbbbbbbbbbbbbbbbbb",
+    at: str = "2026-11-30T11:00:00Z",
 ) -> dict[str, Any]:
     item = text_message(msg_id, text, channel=channel, name="patron", at=at)
     snippet = item["snippet"]
@@ -75,9 +89,56 @@ def superchat_message(
     return item
 
 
+def message_deleted(msg_id: str, deleted_id: str, *, at: str = "2026-11-30T11:00:30Z") -> dict[str, Any]:
+    """A moderator deleted message ``deleted_id``: ``messageDeletedEvent`` with ``messageDeletedDetails``."""
+    return {
+        "kind": "youtube#liveChatMessage",
+        "id": msg_id,
+        "snippet": {
+            "type": "messageDeletedEvent",
+            "liveChatId": "chat-1",
+            "publishedAt": at,
+            "hasDisplayContent": False,
+            "messageDeletedDetails": {"deletedMessageId": deleted_id},
+        },
+    }
+
+
+def user_banned(
+    msg_id: str, channel: str, *, name: str = "troll", duration_s: int | None = None, at: str = "2026-11-30T11:00:40Z"
+) -> dict[str, Any]:
+    """A moderator banned a viewer: ``userBannedEvent`` with ``userBannedDetails`` (temporary with a duration)."""
+    details: dict[str, Any] = {
+        "bannedUserDetails": {
+            "channelId": channel,
+            "channelUrl": f"http://www.youtube.com/channel/{channel}",
+            "displayName": name,
+            "profileImageUrl": "https://yt3.example/photo.jpg",
+        },
+        "banType": "temporary" if duration_s else "permanent",
+    }
+    if duration_s:
+        details["banDurationSeconds"] = duration_s
+    return {
+        "kind": "youtube#liveChatMessage",
+        "id": msg_id,
+        "snippet": {
+            "type": "userBannedEvent",
+            "liveChatId": "chat-1",
+            "publishedAt": at,
+            "hasDisplayContent": False,
+            "userBannedDetails": details,
+        },
+    }
+
+
 def event(msg_id: str, kind: str) -> dict[str, Any]:
     """A non-text event such as ``chatEndedEvent`` or ``newSponsorEvent``."""
-    return {"kind": "youtube#liveChatMessage", "id": msg_id, "snippet": {"type": kind, "liveChatId": "chat-1", "hasDisplayContent": False}}
+    return {
+        "kind": "youtube#liveChatMessage",
+        "id": msg_id,
+        "snippet": {"type": kind, "liveChatId": "chat-1", "hasDisplayContent": False},
+    }
 
 
 class FakeYouTubeServer:
@@ -120,7 +181,16 @@ class FakeYouTubeServer:
             def _error(self, reason: str) -> None:
                 status, domain, message = _ERRORS.get(reason, (403, "youtube", reason))
                 reason = "backendError" if reason == "500" else reason
-                self._send(status, {"error": {"code": status, "message": message, "errors": [{"message": message, "domain": domain, "reason": reason}]}})
+                self._send(
+                    status,
+                    {
+                        "error": {
+                            "code": status,
+                            "message": message,
+                            "errors": [{"message": message, "domain": domain, "reason": reason}],
+                        }
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload, ensure_ascii=False).encode()
@@ -136,7 +206,11 @@ class FakeYouTubeServer:
 
     def _video(self, video_id: str | None) -> dict[str, Any]:
         if video_id != self.video_id:
-            return {"kind": "youtube#videoListResponse", "items": [], "pageInfo": {"totalResults": 0, "resultsPerPage": 0}}
+            return {
+                "kind": "youtube#videoListResponse",
+                "items": [],
+                "pageInfo": {"totalResults": 0, "resultsPerPage": 0},
+            }
         details: dict[str, Any] = {"actualStartTime": "2026-11-30T11:00:00Z", "concurrentViewers": "120"}
         if self.chat_id:
             details["activeLiveChatId"] = self.chat_id
@@ -173,7 +247,7 @@ class FakeYouTubeServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/youtube/v3"
 
-    def __enter__(self) -> "FakeYouTubeServer":
+    def __enter__(self) -> FakeYouTubeServer:
         self.thread.start()
         return self
 

@@ -1,4 +1,4 @@
-"""Run every stage's router in this process against a real nats-server."""
+"""Run stages in this process against a real nats-server, exactly as ``kotae serve`` runs each one."""
 
 from __future__ import annotations
 
@@ -9,21 +9,13 @@ from faststream.nats import NatsBroker
 from opentelemetry.sdk.trace import TracerProvider
 
 from kotae.bus.topology import ensure_streams_at
-from kotae.runtime import make_broker
-from kotae.services.evaluator.handlers import build_router as evaluator
-from kotae.services.generator.handlers import build_router as generator
-from kotae.services.reranker.handlers import build_router as reranker
-from kotae.services.retriever.handlers import build_router as retriever
-from kotae.services.verifier.handlers import build_router as verifier
+from kotae.runtime import ServiceProcess, StageProcess, make_broker
+from kotae.services import STAGES
 from kotae.settings import Settings
+from kotae.stage import by_name
 
-BUILDERS = {
-    "retriever": retriever,
-    "reranker": reranker,
-    "generator": generator,
-    "verifier": verifier,
-    "evaluator": evaluator,
-}
+#: Every stage ``kotae up`` runs unless asked for more, in pipeline order.
+PROCESS_STAGES = tuple(stage.name for stage in STAGES if stage.runs_as_process and not stage.on_request)
 
 
 @asynccontextmanager
@@ -32,15 +24,24 @@ async def running_stages(
     url: str,
     *,
     tracer_provider: TracerProvider | None = None,
-    stages: tuple[str, ...] = tuple(BUILDERS),
+    stages: tuple[str, ...] = PROCESS_STAGES,
 ) -> AsyncIterator[NatsBroker]:
     settings = settings.model_copy(update={"nats_url": url})
     await ensure_streams_at(url, settings)
     broker = make_broker(settings, tracer_provider=tracer_provider)
-    for stage in stages:
-        broker.include_router(BUILDERS[stage](settings))
+    declared = by_name(STAGES)
+    processes: list[StageProcess | ServiceProcess] = [
+        ServiceProcess(declared[name], settings, broker, tracer_provider=tracer_provider, exit_on_end=False)
+        if declared[name].service
+        else StageProcess(declared[name], settings, broker, tracer_provider=tracer_provider)
+        for name in stages
+    ]
     await broker.start()
     try:
+        for process in processes:
+            await process.start()
         yield broker
     finally:
+        for process in processes:
+            await process.stop()
         await broker.stop()

@@ -32,18 +32,28 @@ import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from kotae.bus.topology import CONSUMERS, ensure_streams_at
+from kotae.bus.topology import ensure_streams_at
 from kotae.contracts import AnswerV1, Citation, CommentV1, EvaluationV1, Evidence, subjects
 from kotae.settings import Settings
 from kotae.stack import Stack
-
+from tests.factories import consumer_of
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.stages import running_stages
 
-DOC = Evidence(doc_id="childcare-2027", chunk_id="c#1", title="子育て支援", text="0〜2歳児の保育料は月額1万5千円を上限にします。", lang="ja")
+DOC = Evidence(
+    doc_id="childcare-2027",
+    chunk_id="c#1",
+    title="子育て支援",
+    text="0〜2歳児の保育料は月額1万5千円を上限にします。",
+    lang="ja",
+)
 REPLIES = {
-    "claims": json.dumps({"claims": [{"claim": "保育料の上限は月額1万5千円", "supported": True, "evidence": [1], "reason": "[1]"}]}),
-    "questions": json.dumps({"questions": ["保育料の上限は？"], "noncommittal": False, "relevant": True, "complete": True, "reason": "ok"}),
+    "claims": json.dumps(
+        {"claims": [{"claim": "保育料の上限は月額1万5千円", "supported": True, "evidence": [1], "reason": "[1]"}]}
+    ),
+    "questions": json.dumps(
+        {"questions": ["保育料の上限は？"], "noncommittal": False, "relevant": True, "complete": True, "reason": "ok"}
+    ),
     "verdicts": json.dumps({"verdicts": [{"n": 1, "useful": True, "reason": "ok"}]}),
 }
 
@@ -64,13 +74,16 @@ def faithfulness_asks(fake: FakeModelServer) -> list[str]:
     return [
         r["body"]["messages"][1]["content"].rsplit("<<<", 1)[1]
         for r in fake.requests
-        if r["path"].endswith("/chat/completions") and "Break the answer into its claims" in r["body"]["messages"][0]["content"]
+        if r["path"].endswith("/chat/completions")
+        and "Break the answer into its claims" in r["body"]["messages"][0]["content"]
     ]
 
 
 def answer(i: int, tag: str) -> AnswerV1:
     text = f"0〜2歳児の保育料は月額1万5千円を上限にします[1]。({tag}-{i})"
-    c = CommentV1(comment_id=f"{tag}-{i}", stream_id="s1", author="v", text="保育料の上限は？", normalized="保育料の上限は?")
+    c = CommentV1(
+        comment_id=f"{tag}-{i}", stream_id="s1", author="v", text="保育料の上限は？", normalized="保育料の上限は?"
+    )
     return AnswerV1(
         comment_id=c.comment_id, stream_id="s1", comment=c, outcome="verified", answer=text,
         citations=[Citation(n=1, doc_id=DOC.doc_id)], docs=[DOC], methods={"generator": "extractive"},
@@ -87,7 +100,9 @@ def judged(settings: Settings, fake: FakeModelServer, **update: Any) -> Settings
 async def publish_answers(js: Any, answers: list[AnswerV1]) -> None:
     for a in answers:
         await js.publish(
-            subjects.answer(a.outcome), a.model_dump_json().encode(), headers={"Nats-Msg-Id": f"{a.comment_id}:{a.message_id}"}
+            subjects.answer(a.outcome),
+            a.model_dump_json().encode(),
+            headers={"Nats-Msg-Id": f"{a.comment_id}:{a.message_id}"},
         )
 
 
@@ -112,8 +127,7 @@ async def overlay_reads(js: Any, answers: list[AnswerV1]) -> tuple[float, list[s
 
 
 async def pending_for_evaluator(js: Any) -> int:
-    spec = CONSUMERS["evaluator"]
-    info = await js.consumer_info(spec.stream, spec.durable)
+    info = await js.consumer_info(*consumer_of("evaluator"))
     return info.num_pending + info.num_ack_pending
 
 
@@ -121,7 +135,9 @@ async def evaluations(js: Any) -> list[EvaluationV1]:
     total = (await js.stream_info(subjects.STREAM_EVALUATIONS)).state.messages
     if not total:
         return []
-    sub = await js.subscribe(subjects.EVALUATION, ordered_consumer=True, config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL))
+    sub = await js.subscribe(
+        subjects.EVALUATION, ordered_consumer=True, config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+    )
     out = [EvaluationV1.model_validate_json((await sub.next_msg(timeout=5)).data) for _ in range(total)]
     await sub.unsubscribe()
     return out
@@ -154,7 +170,9 @@ async def drained_while_progressing(js: Any, stall_s: float) -> bool:
 
 
 @asynccontextmanager
-async def evaluator_process(settings: Settings, url: str, monkeypatch: pytest.MonkeyPatch, **env: str) -> AsyncIterator[Stack]:
+async def evaluator_process(
+    settings: Settings, url: str, monkeypatch: pytest.MonkeyPatch, **env: str
+) -> AsyncIterator[Stack]:
     """``kotae serve evaluator`` as its own process, as it runs in production, configured by ``env``."""
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -226,7 +244,12 @@ async def test_subscribers_get_answers_at_the_same_pace_whatever_the_evaluator_d
         # The evaluator stuck behind a judge that holds every reply back, stopped and running.
         with FakeModelServer(responder=respond, delay_s=0.25) as fake:
             base = f"compatible:{fake.url}/v1|"
-            slow_env = {**common, "KOTAE_EVALUATOR_MODEL": base + "judge", "KOTAE_EMBEDDING_MODEL": base + "emb", "KOTAE_MODEL_TIMEOUT_S": "10"}
+            slow_env = {
+                **common,
+                "KOTAE_EVALUATOR_MODEL": base + "judge",
+                "KOTAE_EMBEDDING_MODEL": base + "emb",
+                "KOTAE_MODEL_TIMEOUT_S": "10",
+            }
             async with evaluator_process(settings, nats_url, monkeypatch, **slow_env) as stack:
                 await warm_up(js, "warm-slow")
                 await overlay_reads(js, [answer(i, "warm-slow-overlay") for i in range(3)])
@@ -237,7 +260,9 @@ async def test_subscribers_get_answers_at_the_same_pace_whatever_the_evaluator_d
         await nc.close()
 
     for got in (got_offline, got_slow):
-        assert len(got) == 2 * n * rounds and len(set(got)) == 2 * n * rounds  # every answer, once: the evaluator took none
+        assert (
+            len(got) == 2 * n * rounds and len(set(got)) == 2 * n * rounds
+        )  # every answer, once: the evaluator took none
     # The slow evaluator was still far behind when the overlay had read everything…
     assert behind > n, behind
     assert judged_so_far < n // 2, judged_so_far
@@ -286,7 +311,9 @@ async def _stored_at_least(js: Any, k: int) -> bool:
     return (await js.stream_info(subjects.STREAM_EVALUATIONS)).state.messages >= k
 
 
-async def test_the_evaluator_process_serves_its_rolling_rates(nats_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_evaluator_process_serves_its_rolling_rates(
+    nats_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
     import urllib.request
 
@@ -305,9 +332,14 @@ async def test_the_evaluator_process_serves_its_rolling_rates(nats_url: str, set
             body = ""
             deadline = time.monotonic() + 30
             while attempts not in body and time.monotonic() < deadline:
-                body = await asyncio.to_thread(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+                body = await asyncio.to_thread(
+                    lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+                )
                 await asyncio.sleep(0.2)
     finally:
         await nc.close()
     assert attempts in body
-    assert 'kotae_evaluation_rate{metric="cited",mode="offline",model="-",prompt_version="-",stream="s1",version="kb:default"} 1.0' in body
+    assert (
+        'kotae_evaluation_rate{metric="cited",mode="offline",model="-",prompt_version="-",stream="s1",version="kb:default"} 1.0'
+        in body
+    )

@@ -28,11 +28,9 @@ from kotae.bus.topology import ensure_streams_at
 from kotae.contracts import AnswerV1, subjects
 from kotae.replay import run_replay
 from kotae.settings import Settings
-
+from tests.factories import FAITHFUL, HONEST, draft, respond, with_models
 from tests.fakes.model_server import FakeModelServer
-from tests.integration.test_models import HONEST, respond, with_models
 from tests.integration.stages import running_stages
-from tests.services.verifier.test_handlers import FAITHFUL, draft
 
 
 async def test_one_trace_holds_every_stage_and_each_model_call_with_tokens(
@@ -98,15 +96,29 @@ async def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: floa
 async def test_a_running_stage_exports_metrics_that_move(nats_url: str, settings: Settings, tmp_path: Path) -> None:
     await ensure_streams_at(nats_url, settings)
     port = _free_port()
-    env = {**os.environ, "KOTAE_NATS_URL": nats_url, "KOTAE_DATA_DIR": str(tmp_path / "d"), "KOTAE_METRICS_PORT": str(port)}
-    proc = subprocess.Popen([sys.executable, "-m", "kotae", "serve", "verifier"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "KOTAE_NATS_URL": nats_url,
+        "KOTAE_DATA_DIR": str(tmp_path / "d"),
+        "KOTAE_METRICS_PORT": str(port),
+        "KOTAE_MODEL_BUDGET_USD_PER_HOUR": "2.5",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kotae", "serve", "verifier"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         await _wait_for_port(port, proc)
         ok = ("kotae_messages_total", (("result", "ok"), ("stage", "verifier")))
         verified = ("kotae_outcomes_total", (("outcome", "verified"), ("stage", "verifier")))
         before = _scrape(port)
         assert before.get(ok, 0) == 0 and before.get(verified, 0) == 0
+        # Exported at 0 before the first one, so the first dead letter is an increase an alert sees.
+        assert before[("kotae_dead_letters_total", (("error_type", "poison"), ("stage", "verifier")))] == 0
+        assert before[("kotae_messages_total", (("result", "exhausted"), ("stage", "verifier")))] == 0
+        assert before[("kotae_model_budget_usd_per_hour", ())] == 2.5
         nc = await nats.connect(nats_url)
         js = nc.jetstream()
         sub = await js.subscribe(subjects.answer("verified"), ordered_consumer=True)

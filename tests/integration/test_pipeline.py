@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import nats
 import pytest
-from nats.js.api import DeliverPolicy
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -17,29 +16,15 @@ from kotae.contracts import CommentV1, DeadLetterV1, subjects
 from kotae.replay import run_replay
 from kotae.services.ingest.sources import RawComment, read_comment_file
 from kotae.settings import Settings
-
+from tests.factories import read_all
 from tests.integration.stages import running_stages
 
 TERMINAL = {"verified", "rejected", "clarify", "unanswered", "dropped", "dead_lettered"}
-AT = datetime(2026, 11, 30, 20, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
 
 
 def comment(cid: str, text: str) -> RawComment:
     return RawComment(id=cid, author="viewer", text=text, published_at=AT)
-
-
-async def read_all(url: str, subject: str, *, idle: float = 0.5) -> list[dict]:
-    nc = await nats.connect(url)
-    sub = await nc.jetstream().subscribe(subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
-    out = []
-    while True:
-        try:
-            msg = await sub.next_msg(timeout=idle)
-        except (asyncio.TimeoutError, nats.errors.TimeoutError):
-            break
-        out.append({"subject": msg.subject, "data": json.loads(msg.data), "headers": msg.headers or {}})
-    await nc.close()
-    return out
 
 
 async def test_sample_comments_each_end_in_exactly_one_terminal_outcome(
@@ -104,13 +89,25 @@ async def test_without_an_exporter_every_message_of_a_comment_carries_its_trace_
     trace_id = record["trace_id"]
     assert trace_id and int(trace_id, 16) != 0
     carried = {}
-    for subject in (subjects.COMMENT, subjects.RETRIEVAL, subjects.RERANK, subjects.DRAFT, subjects.ANSWER_ALL, subjects.EVALUATION):
+    for subject in (
+        subjects.COMMENT,
+        subjects.RETRIEVAL,
+        subjects.RERANK,
+        subjects.DRAFT,
+        subjects.ANSWER_ALL,
+        subjects.EVALUATION,
+    ):
         for m in await read_all(nats_url, subject):
             if m["data"].get("comment_id") == "t2":
                 # traceparent: version-trace_id-parent_id-flags
                 carried[m["subject"]] = m["headers"].get("traceparent", "").split("-")[1:2]
     assert set(carried) == {
-        subjects.COMMENT, subjects.RETRIEVAL, subjects.RERANK, subjects.DRAFT, subjects.answer("verified"), subjects.EVALUATION
+        subjects.COMMENT,
+        subjects.RETRIEVAL,
+        subjects.RERANK,
+        subjects.DRAFT,
+        subjects.answer("verified"),
+        subjects.EVALUATION,
     }
     assert {subject: ids for subject, ids in carried.items() if ids != [trace_id]} == {}
 
@@ -154,7 +151,9 @@ async def test_malformed_input_is_dead_lettered_and_the_stage_keeps_serving(
 
 async def test_oversized_input_is_dead_lettered_with_the_limit_named(nats_url: str, loaded_settings: Settings) -> None:
     settings = loaded_settings.model_copy(update={"max_payload_bytes": 2048})
-    big = CommentV1(comment_id="huge", stream_id="s", author="a", text="あ" * 900, normalized="あ" * 900)  # over 2 KiB, under the stream limit
+    big = CommentV1(
+        comment_id="huge", stream_id="s", author="a", text="あ" * 900, normalized="あ" * 900
+    )  # over 2 KiB, under the stream limit
     async with running_stages(settings, nats_url, stages=("retriever",)):
         nc = await nats.connect(nats_url)
         await nc.jetstream().publish(subjects.COMMENT, big.model_dump_json().encode())
@@ -172,8 +171,12 @@ async def test_oversized_input_is_dead_lettered_with_the_limit_named(nats_url: s
 async def test_redelivered_input_never_duplicates_downstream(nats_url: str, loaded_settings: Settings) -> None:
     """The same stored comment processed twice (as after a crash before the ack) yields one retrieval."""
     c = CommentV1(
-        comment_id="dup-1", stream_id="s", author="a", text="保育料っていくらになるの",
-        normalized="保育料っていくらになるの", published_at=AT,
+        comment_id="dup-1",
+        stream_id="s",
+        author="a",
+        text="保育料っていくらになるの",
+        normalized="保育料っていくらになるの",
+        published_at=AT,
     )
     payload = c.model_dump_json().encode()
     async with running_stages(loaded_settings, nats_url, stages=("retriever",)):

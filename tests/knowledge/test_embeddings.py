@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kotae.bus.edge import TransientError
+from kotae.faults import TransientError
 from kotae.knowledge.embeddings import (
     EmbeddingMismatch,
     EmbeddingUnavailable,
@@ -41,7 +41,13 @@ def test_use_vectors_are_512_d_unit_float32(use: UniversalSentenceEncoder) -> No
 
 def test_related_japanese_sentences_score_higher_than_unrelated(use: UniversalSentenceEncoder) -> None:
     fee, nursery, weather, bus, community_bus = use.embed(
-        ["保育料はいくらですか", "保育園の料金を教えてください", "今日は天気がいいですね", "バスの運賃はいくら？", "コミュニティバスの料金"],
+        [
+            "保育料はいくらですか",
+            "保育園の料金を教えてください",
+            "今日は天気がいいですね",
+            "バスの運賃はいくら？",
+            "コミュニティバスの料金",
+        ],
         "query",
     )
     assert cos(fee, nursery) > cos(fee, weather) + 0.3
@@ -50,7 +56,9 @@ def test_related_japanese_sentences_score_higher_than_unrelated(use: UniversalSe
 
 
 def test_use_is_multilingual(use: UniversalSentenceEncoder) -> None:
-    ja, en, other = use.embed(["保育料はいくらですか", "How much is the nursery fee?", "今日は天気がいいですね"], "query")
+    ja, en, other = use.embed(
+        ["保育料はいくらですか", "How much is the nursery fee?", "今日は天気がいいですね"], "query"
+    )
     assert cos(ja, en) > cos(ja, other)
 
 
@@ -164,7 +172,6 @@ def test_an_openai_compatible_embedding_model_indexes_and_searches_end_to_end(tm
     from kotae.knowledge.records import KBRecord
     from kotae.services.retriever.logic import Retriever
     from kotae.settings import load_settings
-
     from tests.fakes.model_server import FakeModelServer
 
     records = [

@@ -50,17 +50,36 @@ EARLIER = date(2026, 6, 1)
 USE = "use-multilingual-v3"
 
 RECORDS = [
-    KBRecord(id="childcare", kind="doc", title="子育て支援", text="保育料は月額1万5千円を上限にします。第2子以降の保育料は無料にします。"),
     KBRecord(
-        id="bus-old", kind="doc", title="コミュニティバス運賃", text="コミュニティバスの運賃は大人1回200円です。",
-        version="1", valid_from=date(2025, 6, 1), valid_to=date(2026, 10, 31),
+        id="childcare",
+        kind="doc",
+        title="子育て支援",
+        text="保育料は月額1万5千円を上限にします。第2子以降の保育料は無料にします。",
     ),
     KBRecord(
-        id="bus-new", kind="doc", title="コミュニティバス運賃と新路線", text="コミュニティバスの運賃は大人1回150円です。新路線を開設します。",
-        version="2", valid_from=date(2026, 11, 1),
+        id="bus-old",
+        kind="doc",
+        title="コミュニティバス運賃",
+        text="コミュニティバスの運賃は大人1回200円です。",
+        version="1",
+        valid_from=date(2025, 6, 1),
+        valid_to=date(2026, 10, 31),
+    ),
+    KBRecord(
+        id="bus-new",
+        kind="doc",
+        title="コミュニティバス運賃と新路線",
+        text="コミュニティバスの運賃は大人1回150円です。新路線を開設します。",
+        version="2",
+        valid_from=date(2026, 11, 1),
     ),
     KBRecord(id="disaster", kind="doc", title="防災", text="指定避難所を80か所に増やします。防災アプリを公開します。"),
-    KBRecord(id="faq-lunch", kind="faq", question="給食費は無料になりますか？", answer="はい、市立小中学校の給食費は無料になります。"),
+    KBRecord(
+        id="faq-lunch",
+        kind="faq",
+        question="給食費は無料になりますか？",
+        answer="はい、市立小中学校の給食費は無料になります。",
+    ),
 ]
 QUERIES = ["保育料はいくら？", "バスの運賃はいくら", "避難所は何か所になる？", "給食費は無料？", "防災アプリ"]
 
@@ -376,8 +395,16 @@ def test_an_index_of_an_older_format_is_rebuilt_by_the_next_load(tmp_path: Path)
 
 def test_the_meta_of_an_older_index_still_reads() -> None:
     old = {
-        "kb": "kb", "embedding_model": USE, "dim": 512, "chunks": 1, "digest": "d", "avgdl": {"words": 1.0, "chars": 2.0},
-        "df": {"保育料": 1}, "k1": 0.5, "b": 0.9, "built_at": "2026-11-01T00:00:00+00:00",
+        "kb": "kb",
+        "embedding_model": USE,
+        "dim": 512,
+        "chunks": 1,
+        "digest": "d",
+        "avgdl": {"words": 1.0, "chars": 2.0},
+        "df": {"保育料": 1},
+        "k1": 0.5,
+        "b": 0.9,
+        "built_at": "2026-11-01T00:00:00+00:00",
     }
     meta = IndexMeta(**old)
     assert (meta.format, meta.common_chars) == (1, [])
@@ -464,6 +491,21 @@ def test_a_title_edit_re_embeds_the_passage(tmp_path: Path, use) -> None:  # typ
     assert report.embedded == 1
 
 
+def test_a_load_reports_its_progress_over_the_chunks_it_embeds(tmp_path: Path) -> None:
+    records = [KBRecord(id=f"d{i}", kind="doc", title=f"政策{i}", text=f"第{i}項の説明です。") for i in range(150)]
+    store = KnowledgeStore(tmp_path, "kb")
+    store.load(records)
+    seen: list[tuple[int, int]] = []
+    build_index(store, FakeEmbedder(), progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (150, 150)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) == 3  # one call a batch of 64
+    # Incremental: a reload that changes one record embeds, and reports, only that record's chunk.
+    store.load([records[7].model_copy(update={"text": "第7項の説明を改めました。"})])
+    seen.clear()
+    report = build_index(store, FakeEmbedder(), progress=lambda done, total: seen.append((done, total)))
+    assert report.embedded == 1 and seen == [(1, 1)]
+
+
 # --- the server backend (qdrant-client local mode) --------------------------------------------
 
 
@@ -480,7 +522,10 @@ def test_server_backend_agrees_with_the_embedded_backend(tmp_path: Path, built, 
         lexical = Weights(words=0.75, chars=1.0, dense=0.0)
         pairs = [
             (HybridSearcher(backend, meta, use), edge),
-            (HybridSearcher(backend, meta, use, weights=lexical), HybridSearcher(edge.backend, edge.meta, use, weights=lexical)),
+            (
+                HybridSearcher(backend, meta, use, weights=lexical),
+                HybridSearcher(edge.backend, edge.meta, use, weights=lexical),
+            ),
         ]
         for server, embedded in pairs:
             for day in (NOW, EARLIER):
@@ -489,7 +534,9 @@ def test_server_backend_agrees_with_the_embedded_backend(tmp_path: Path, built, 
                     b = embedded.search_many(query, kinds=("doc", "faq"), day=day, top_k=3)
                     for kind in ("doc", "faq"):
                         assert doc_ids(a[kind]) == doc_ids(b[kind]), (query, day, kind)
-                        assert [h.score for h in a[kind]] == pytest.approx([h.score for h in b[kind]], rel=1e-3, abs=1e-4)
+                        assert [h.score for h in a[kind]] == pytest.approx(
+                            [h.score for h in b[kind]], rel=1e-3, abs=1e-4
+                        )
                         assert [h.signals.get("dense") for h in a[kind]] == pytest.approx(
                             [h.signals.get("dense") for h in b[kind]], abs=1e-4
                         )
@@ -540,7 +587,9 @@ def test_server_backend_keeps_knowledge_bases_apart_in_one_collection(tmp_path: 
                 assert hits["faq"] == []
         meta_a = backend.meta("a")
         assert meta_a is not None
-        childcare = HybridSearcher(backend, meta_a, use).search_many("保育料", kinds=("doc",), day=EARLIER, top_k=10)["doc"]
+        childcare = HybridSearcher(backend, meta_a, use).search_many("保育料", kinds=("doc",), day=EARLIER, top_k=10)[
+            "doc"
+        ]
         assert [h.payload["text"] for h in childcare if h.doc_id == "childcare"] == ["保育料は無料にします。"]
         assert backend.meta("c") is None
         assert backend.client.count("kotae_chunks").count == 2 + 2 + 2  # chunks of a and b, and two meta points

@@ -47,7 +47,7 @@ def test_markdown_folder_with_front_matter_and_faq_yaml(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     write(
         kb / "bus-fare.md",
-        "---\nid: bus-fare\ntitle: バス運賃\nsource: 政策集 p.6\nslide: 6\nversion: \"2027.1\"\n"
+        '---\nid: bus-fare\ntitle: バス運賃\nsource: 政策集 p.6\nslide: 6\nversion: "2027.1"\n'
         "valid_from: 2026-11-01\n---\n\n# 運賃\n大人1回150円にします。\n",
     )
     write(kb / "faq.yaml", "- id: faq-bus\n  question: バス代は？\n  answer: 大人150円です。\n")
@@ -275,3 +275,43 @@ def test_record_language_falls_back_to_detection() -> None:
     assert KBRecord(id="a", kind="doc", text="The fare is 150 yen.").language == "en"
     assert KBRecord(id="b", kind="faq", question="バス代は？", answer="150円です。").language == "ja"
     assert KBRecord(id="c", kind="doc", text="The fare is 150 yen.", lang="ja").language == "ja"
+
+
+# --- slide images ----------------------------------------------------------------
+
+
+def test_a_slide_image_path_is_resolved_against_its_file_and_a_url_kept(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    write(kb / "slides" / "fee.png", "png")
+    write(kb / "bus.md", "---\nid: bus\nslide: 6\nslide_image: slides/fee.png\n---\n大人1回150円にします。\n")
+    write(
+        kb / "faq.yaml",
+        "- id: faq-bus\n  question: バス代は？\n  answer: 150円です。\n  slide_image: https://example.org/6.png\n",
+    )
+    jsonl(kb / "more.jsonl", {**DOC, "slide_image": "slides/fee.png"})
+    records = {r.id: r for r in load_records(kb)}
+    assert records["bus"].slide_image == str((kb / "slides" / "fee.png").resolve())
+    assert records["childcare"].slide_image == records["bus"].slide_image
+    assert records["faq-bus"].slide_image == "https://example.org/6.png"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        ("bus.md", "---\nid: bus\ntitle: バス\nslide_image: slides/nope.png\n---\n150円です。\n", 4),
+        ("faq.yaml", "- id: faq-bus\n  question: バス代は？\n  answer: 150円です。\n  slide_image: nope.png\n", 4),
+        ("kb.jsonl", json.dumps({**DOC, "slide_image": "nope.png"}, ensure_ascii=False) + "\n", 1),
+    ],
+)
+def test_a_missing_slide_image_names_the_file_line_and_field(tmp_path: Path, name: str, text: str, line: int) -> None:
+    path = write(tmp_path / "kb" / name, text)
+    with pytest.raises(KnowledgeBaseError, match=rf"{name}:{line}: field 'slide_image': no such file") as caught:
+        load_records(tmp_path / "kb")
+    assert str(path) in str(caught.value)
+
+
+def test_the_bundled_sample_names_a_slide_image_for_every_record() -> None:
+    from kotae.samples import __file__ as samples
+
+    records = load_records(Path(samples).parent / "kb")
+    assert records and all(r.slide_image and Path(r.slide_image).stat().st_size > 10_000 for r in records)

@@ -31,7 +31,10 @@ def unit(*values: float) -> np.ndarray:
 def candidate(title: str, text: str, fused: float, vector: np.ndarray | None = None) -> Candidate:
     """A candidate whose stored words vector holds its title's and text's words, as the index builds it."""
     return Candidate(
-        fused=fused, title=title, text=text, vector=vector,
+        fused=fused,
+        title=title,
+        text=text,
+        vector=vector,
         words=frozenset(term_id(w) for w in search_tokens(f"{title}\n{text}")),
     )
 
@@ -69,10 +72,13 @@ def test_every_candidate_is_scored_by_its_true_cosine() -> None:
 
 def test_features_are_shares_between_zero_and_one() -> None:
     query = RescoreQuery.of("メコン川の水位は？", unit(1, 1, 0), META)
-    rows = features(query, [
-        candidate("ラオス", "メコン川の水位は乾季に下がる。", fused=2.0, vector=unit(1, 0, 0)),
-        candidate("ラオス", "メコン川は大型船も航行できる。", fused=1.0, vector=unit(0, 0, 1)),
-    ])
+    rows = features(
+        query,
+        [
+            candidate("ラオス", "メコン川の水位は乾季に下がる。", fused=2.0, vector=unit(1, 0, 0)),
+            candidate("ラオス", "メコン川は大型船も航行できる。", fused=1.0, vector=unit(0, 0, 1)),
+        ],
+    )
     assert rows.shape == (2, len(FEATURES))
     assert (rows >= 0).all() and (rows <= 1.0 + 1e-6).all()
     fused, coverage, phrase = (FEATURES.index(f) for f in ("fused", "coverage", "phrase"))

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, strategies as st
 
-from kotae.knowledge.sparse import FIELDS, Bm25Params, char_terms, common_terms, doc_vector, query_vector, term_id, terms
+from kotae.knowledge.sparse import (
+    FIELDS,
+    Bm25Params,
+    char_terms,
+    common_terms,
+    doc_vector,
+    query_vector,
+    term_id,
+    terms,
+)
 from kotae.knowledge.text import search_tokens
 
 P = Bm25Params()
@@ -16,7 +26,7 @@ P = Bm25Params()
 
 def weight(tokens: list[str], term: str, avgdl: float, p: Bm25Params = P) -> float:
     ids, values = doc_vector(tokens, avgdl, p)
-    return dict(zip(ids, values)).get(term_id(term), 0.0)
+    return dict(zip(ids, values, strict=True)).get(term_id(term), 0.0)
 
 
 # --- term ids -------------------------------------------------------------------------------
@@ -92,15 +102,15 @@ def test_bm25_weight_of_a_single_term_at_average_length() -> None:
 
 def test_weight_grows_with_term_frequency_and_saturates_below_k1_plus_1() -> None:
     weights = [weight(["a"] * tf + ["x"] * (10 - tf), "a", avgdl=10.0) for tf in range(1, 10)]
-    assert all(lo < hi for lo, hi in zip(weights, weights[1:]))
+    assert all(lo < hi for lo, hi in pairwise(weights))
     assert weights[-1] < P.k1 + 1
-    gains = [hi - lo for lo, hi in zip(weights, weights[1:])]
-    assert all(g2 < g1 for g1, g2 in zip(gains, gains[1:]))  # diminishing returns
+    gains = [hi - lo for lo, hi in pairwise(weights)]
+    assert all(g2 < g1 for g1, g2 in pairwise(gains))  # diminishing returns
 
 
 def test_weight_decreases_with_document_length() -> None:
     weights = [weight(["a"] + ["x"] * pad, "a", avgdl=5.0) for pad in (0, 2, 5, 10, 40)]
-    assert all(hi > lo for hi, lo in zip(weights, weights[1:]))
+    assert all(hi > lo for hi, lo in pairwise(weights))
 
 
 def test_without_length_normalisation_length_does_not_matter() -> None:

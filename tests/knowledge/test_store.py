@@ -51,7 +51,10 @@ def test_a_sentence_longer_than_the_limit_stays_whole() -> None:
 def test_chunks_follow_headings_and_carry_them() -> None:
     text = "# 保育\n保育料は月額1万5千円です。第2子は無料です。\n\n## バス\nバスの運賃は150円です。"
     chunks = chunk_record(doc(text, lang="ja"))
-    assert [c.text for c in chunks] == ["保育\n保育料は月額1万5千円です。第2子は無料です。", "バス\nバスの運賃は150円です。"]
+    assert [c.text for c in chunks] == [
+        "保育\n保育料は月額1万5千円です。第2子は無料です。",
+        "バス\nバスの運賃は150円です。",
+    ]
 
 
 def test_heading_is_repeated_on_each_chunk_of_its_section() -> None:
@@ -155,7 +158,10 @@ def test_load_upserts_by_id(tmp_path: Path) -> None:
 def test_load_report_counts_docs_faq_and_chunks(tmp_path: Path) -> None:
     store = KnowledgeStore(tmp_path, "default")
     report = store.load(
-        [doc("# A\n一つ目です。\n\n# B\n二つ目です。", id="d"), KBRecord(id="f", kind="faq", question="q?", answer="a.")]
+        [
+            doc("# A\n一つ目です。\n\n# B\n二つ目です。", id="d"),
+            KBRecord(id="f", kind="faq", question="q?", answer="a."),
+        ]
     )
     assert (report.docs, report.faq, report.chunks) == (1, 1, 3)
     assert report.as_dict()["chunks"] == 3 == len(store.chunks())
@@ -179,8 +185,11 @@ def test_good_kb_names_are_accepted(tmp_path: Path, name: str) -> None:
     assert KnowledgeStore(tmp_path, name).dir == tmp_path / name
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (  # noqa: E402
+    given,
+    settings,
+    strategies as st,  # noqa: E402
+)
 
 
 @settings(max_examples=100, deadline=None)

@@ -142,7 +142,10 @@ def test_markers_after_the_japanese_full_stop_stay_with_their_sentence() -> None
 
 
 def test_markers_before_the_full_stop_stay_with_their_sentence() -> None:
-    assert split_sentences("保育料は無料です[1]。バスは150円です[2]。") == ["保育料は無料です[1]。", "バスは150円です[2]。"]
+    assert split_sentences("保育料は無料です[1]。バスは150円です[2]。") == [
+        "保育料は無料です[1]。",
+        "バスは150円です[2]。",
+    ]
 
 
 def test_markers_after_an_english_period_stay_with_their_sentence() -> None:
@@ -168,8 +171,11 @@ def test_english_words_ending_in_w_are_kept() -> None:
     assert "tomorrow" in search_tokens("Is the bus free tomorrow")
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (  # noqa: E402
+    given,
+    settings,
+    strategies as st,  # noqa: E402
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -11,7 +11,6 @@ from kotae.knowledge.loading import load_knowledge_base
 from kotae.knowledge.records import load_records
 from kotae.settings import Settings
 from kotae.stack import Stack
-
 from tests.reliability.harness import CHAOS_ENV, SAMPLES, chaos_settings
 
 

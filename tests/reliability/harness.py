@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,12 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
-from kotae.bus.topology import CONSUMERS
 from kotae.contracts import AnswerV1, DeadLetterV1, subjects
 from kotae.services.ingest.sources import RawComment, read_comment_file
 from kotae.services.verifier.logic import METHOD as OFFLINE_VERIFIER
 from kotae.settings import Settings, load_settings
 from kotae.stack import Stack
+from tests.factories import consumer_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "kotae" / "samples"
@@ -46,7 +46,7 @@ SAMPLES = ROOT / "kotae" / "samples"
 SLOW = os.environ.get("KOTAE_SLOW") == "1"
 
 #: Chat time of the generated comments: inside the sample knowledge base's validity.
-AT = datetime(2026, 11, 30, 11, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 30, 11, 0, tzinfo=UTC)
 
 #: Settings every process of a chaos run shares. Merging near-duplicates and the
 #: per-minute admission limit are off, so each generated comment travels the whole
@@ -86,8 +86,11 @@ def generated_comments(n: int, *, prefix: str = "k", gap_s: float = 0.0) -> list
         base = samples[i % len(samples)]
         out.append(
             RawComment(
-                id=f"{prefix}{i:05d}", author=f"viewer-{i}", text=base.text,
-                published_at=AT + timedelta(seconds=i * gap_s), superchat=base.superchat,
+                id=f"{prefix}{i:05d}",
+                author=f"viewer-{i}",
+                text=base.text,
+                published_at=AT + timedelta(seconds=i * gap_s),
+                superchat=base.superchat,
             )
         )
     return out
@@ -110,7 +113,7 @@ async def read_stream(url: str, stream: str, subject: str, *, after: int = 0) ->
         while True:
             try:
                 msg = await sub.next_msg(timeout=5.0)
-            except (asyncio.TimeoutError, nats.errors.TimeoutError):
+            except (TimeoutError, nats.errors.TimeoutError):
                 break  # the tail was filtered out (another subject of the stream)
             out.append(msg)
             if msg.metadata.sequence.stream >= last:
@@ -135,9 +138,8 @@ async def wait_until_settled(url: str, stages: tuple[str, ...], timeout: float =
         while time.monotonic() < deadline:
             busy = False
             for stage in stages:
-                spec = CONSUMERS[stage]
                 try:
-                    info = await js.consumer_info(spec.stream, spec.durable)
+                    info = await js.consumer_info(*consumer_of(stage))
                 except NotFoundError:
                     continue
                 if info.num_pending or info.num_ack_pending:
@@ -157,9 +159,8 @@ async def consumer_backlog(url: str, stages: tuple[str, ...]) -> dict[str, tuple
         js = nc.jetstream()
         out = {}
         for stage in stages:
-            spec = CONSUMERS[stage]
             try:
-                info = await js.consumer_info(spec.stream, spec.durable)
+                info = await js.consumer_info(*consumer_of(stage))
             except NotFoundError:
                 continue
             out[stage] = (info.num_pending or 0, info.num_ack_pending or 0)
@@ -233,7 +234,10 @@ class Ledger:
     @property
     def unchecked(self) -> list[str]:
         return [
-            a.comment_id for cid in self.sent for a in self.answers.get(cid, []) if a.outcome == "verified" and not checked(a)
+            a.comment_id
+            for cid in self.sent
+            for a in self.answers.get(cid, [])
+            if a.outcome == "verified" and not checked(a)
         ]
 
     def final(self, cid: str) -> AnswerV1:
@@ -352,7 +356,7 @@ class StageKiller:
         try:
             await asyncio.wait_for(self._stop.wait(), seconds)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     async def hit(self, stage: str) -> Fault | None:
@@ -469,7 +473,9 @@ async def replay_under_faults(
         settle_timeout = max(30.0, settings.ack_wait_s * 4)
     settled = await wait_until_settled(stack.url, stack.stages, timeout=settle_timeout)
     ledger = await read_ledger(stack.url, [c.id for c in comments], faults=len(injector.faults))
-    return ChaosRun(ledger, list(injector.faults), settled, running, time.monotonic() - started, result.missing, backlog)
+    return ChaosRun(
+        ledger, list(injector.faults), settled, running, time.monotonic() - started, result.missing, backlog
+    )
 
 
 async def last_sequence(url: str, stream: str) -> int:

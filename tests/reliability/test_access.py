@@ -18,15 +18,13 @@ from pathlib import Path
 import nats
 import pytest
 
-from kotae.bus import access
+from kotae.bus import connection, permissions
 from kotae.contracts import subjects
 from kotae.knowledge.loading import load_knowledge_base
 from kotae.knowledge.records import load_records
 from kotae.replay import run_replay
 from kotae.services.ingest.sources import RawComment
-from kotae.settings import Settings
 from kotae.stack import STAGES, Stack
-
 from tests.reliability.harness import AT, SAMPLES, chaos_settings
 
 QUESTION = RawComment(id="acc-1", author="viewer-1", text="保育料っていくらになるの", published_at=AT)
@@ -34,12 +32,14 @@ GREETING = RawComment(id="acc-2", author="viewer-2", text="こんばんは〜", 
 
 
 @pytest.fixture
-async def replay_stack(tmp_path: Path, chaos_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Stack]:
+async def replay_stack(
+    tmp_path: Path, chaos_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Stack]:
     env = {**chaos_env, "KOTAE_LOG_LEVEL": "debug"}  # every line a stage can write
     monkeypatch.setenv("KOTAE_LOG_LEVEL", "debug")
     settings = chaos_settings(tmp_path / "data", env)
     load_knowledge_base(load_records(SAMPLES / "kb"), "default", settings)
-    stack = Stack(settings, client=access.REPLAY)
+    stack = Stack(settings, client=permissions.REPLAY)
     await stack.start()
     try:
         yield stack
@@ -58,22 +58,27 @@ async def test_every_stage_works_as_its_own_user_and_none_may_write_another_stag
     stack = replay_stack
     assert all(own_user_only(stack, stage) for stage in STAGES)
 
-    result = await run_replay(stack.settings_for(), stack.address, [QUESTION, GREETING], timeout=60, wait_for_evaluations=30)
+    result = await run_replay(
+        stack.settings_for(), stack.address, [QUESTION, GREETING], timeout=60, wait_for_evaluations=30
+    )
     assert result.missing == []
     assert result.records["acc-1"]["outcome"] == "verified"  # retriever, reranker, generator, verifier
     assert result.records["acc-2"]["outcome"] == "dropped"
     assert "acc-1" in result.evaluations  # the evaluator
 
     verifier = stack.settings_for("verifier")
-    replayer = await nats.connect(**access.connect_options(stack.settings_for()))
+    replayer = await nats.connect(**connection.connect_options(stack.settings_for()))
     js = replayer.jetstream()
-    before = {name: (await js.stream_info(name)).state.messages for name in (subjects.STREAM_COMMENTS, subjects.STREAM_PIPELINE)}
+    before = {
+        name: (await js.stream_info(name)).state.messages
+        for name in (subjects.STREAM_COMMENTS, subjects.STREAM_PIPELINE)
+    }
     errors: list[Exception] = []
 
     async def on_error(exc: Exception) -> None:
         errors.append(exc)
 
-    nc = await nats.connect(**{**access.connect_options(verifier), "error_cb": on_error})
+    nc = await nats.connect(**{**connection.connect_options(verifier), "error_cb": on_error})
     await nc.publish(subjects.RETRIEVAL, b"{}")  # the retriever's output
     await nc.publish(subjects.COMMENT, b"{}")  # ingest's
     await nc.flush()

@@ -25,7 +25,6 @@ from kotae.replay import run_replay
 from kotae.services.ingest.sources import RawComment
 from kotae.settings import Settings
 from kotae.stack import Stack
-
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.stages import running_stages
 from tests.reliability.harness import (
@@ -42,7 +41,9 @@ from tests.reliability.harness import (
 
 
 @pytest.mark.slow
-async def test_every_stage_sigkilled_in_turn_mid_replay_keeps_every_promise(chaos_stack: tuple[Stack, Settings]) -> None:
+async def test_every_stage_sigkilled_in_turn_mid_replay_keeps_every_promise(
+    chaos_stack: tuple[Stack, Settings],
+) -> None:
     stack, settings = chaos_stack
     n = 1000 if SLOW else 100
     comments = generated_comments(n, prefix="crash-", gap_s=0.1)
@@ -66,15 +67,21 @@ async def test_every_stage_sigkilled_in_turn_mid_replay_keeps_every_promise(chao
     assert figures.outcomes.get("verified", 0) > 0 and figures.outcomes.get("dropped", 0) > 0
 
 
-async def test_a_comment_redelivered_after_its_ask_back_gets_one_outcome(nats_url: str, loaded_settings: Settings) -> None:
+async def test_a_comment_redelivered_after_its_ask_back_gets_one_outcome(
+    nats_url: str, loaded_settings: Settings
+) -> None:
     """The retriever stores an ask-back, then dies before its ack; the redelivery must not answer it again.
 
     Two stored copies of one comment message stand for the delivery and its
     redelivery (the same message id, as JetStream presents it after a crash).
     """
     comment = CommentV1(
-        comment_id="ask-1", stream_id="default", author="viewer-ask", text="バス代いくらになるんですか？🚌",
-        normalized="バス代いくらになるんですか?🚌", published_at=AT,
+        comment_id="ask-1",
+        stream_id="default",
+        author="viewer-ask",
+        text="無料になるの？",
+        normalized="無料になるの?",
+        published_at=AT,
     )
     payload = comment.model_dump_json().encode()
     async with running_stages(loaded_settings, nats_url):
@@ -86,7 +93,7 @@ async def test_a_comment_redelivered_after_its_ask_back_gets_one_outcome(nats_ur
         await nc.close()
         await wait_until_settled(nats_url, ("retriever", "reranker", "generator", "verifier"))
         ledger = await read_ledger(nats_url, ["ask-1"])
-    assert [a.outcome for a in first] == ["clarify"]  # the gate asks back for this comment
+    assert [a.outcome for a in first] == ["clarify"]  # three policies make something free: the gate asks back
     assert [a.outcome for a in ledger.answers["ask-1"]] == ["clarify"], ledger.problems()
 
 
@@ -114,8 +121,12 @@ async def test_a_comment_whose_last_allowed_delivery_dies_with_its_process_still
     silence.
     """
     with FakeModelServer(responder=lambda path, body: "保育料は月額1万5千円が上限です[1]。", delay_s=30.0) as fake:
-        env = {"KOTAE_MAX_DELIVER": "1", "KOTAE_ACK_WAIT_S": "2", "KOTAE_MODEL_TIMEOUT_S": "60",
-               "KOTAE_GENERATOR_MODEL": f"compatible:{fake.url}/v1|writer"}
+        env = {
+            "KOTAE_MAX_DELIVER": "1",
+            "KOTAE_ACK_WAIT_S": "2",
+            "KOTAE_MODEL_TIMEOUT_S": "60",
+            "KOTAE_GENERATOR_MODEL": f"compatible:{fake.url}/v1|writer",
+        }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         settings = chaos_settings(tmp_path / "data", env)
@@ -124,7 +135,14 @@ async def test_a_comment_whose_last_allowed_delivery_dies_with_its_process_still
         await stack.start()
         try:
             killer = StageKiller(stack, random.Random(1))
-            question = [RawComment(id="last-delivery", author="viewer", text="0歳の子を預けたら保育料の上限は月いくらですか", published_at=AT)]
+            question = [
+                RawComment(
+                    id="last-delivery",
+                    author="viewer",
+                    text="0歳の子を預けたら保育料の上限は月いくらですか",
+                    published_at=AT,
+                )
+            ]
             replay = asyncio.create_task(run_replay(settings, stack.url, question, timeout=120))
             assert await until(lambda: len(fake.requests) >= 1, 30), "the comment never reached the model"
             await killer.hit("generator")

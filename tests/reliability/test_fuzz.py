@@ -18,7 +18,6 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import nats
@@ -34,7 +33,6 @@ from kotae.replay import run_replay
 from kotae.services.ingest.sources import RawComment
 from kotae.settings import Settings
 from kotae.stack import Stack
-
 from tests.integration.stages import running_stages
 from tests.reliability.harness import (
     AT,
@@ -146,7 +144,9 @@ def bad_message(draw: st.DrawFn) -> tuple[str, bytes]:
         marker = "@@ODD@@"
         message["schema_version"] = marker
         raw = json.dumps(message, ensure_ascii=False).encode()
-        body = raw.replace(marker.encode(), INPUTS[stage][2].removesuffix(".json").encode() + draw(st.sampled_from(BAD_UTF8)), 1)
+        body = raw.replace(
+            marker.encode(), INPUTS[stage][2].removesuffix(".json").encode() + draw(st.sampled_from(BAD_UTF8)), 1
+        )
     return stage, body
 
 
@@ -240,7 +240,9 @@ async def publish_and_collect(
     return letters, ledger, result
 
 
-async def test_a_retrieval_bigger_than_the_payload_limit_still_ends_in_an_outcome(nats_url: str, loaded_settings: Settings) -> None:
+async def test_a_retrieval_bigger_than_the_payload_limit_still_ends_in_an_outcome(
+    nats_url: str, loaded_settings: Settings
+) -> None:
     """An ordinary question, with the payload limit at 4 KiB (a valid setting; the default 64 KiB is reached the
     same way by a knowledge base whose top_k chunks are long)."""
     settings = loaded_settings.model_copy(update={"max_payload_bytes": 4096})
@@ -268,9 +270,13 @@ async def test_invalid_utf8_inside_a_json_message_is_dead_lettered(nats_url: str
     assert base64.b64decode(letter.payload) == body
 
 
-async def test_a_comment_the_retriever_gives_up_on_still_gets_a_failed_outcome(nats_url: str, loaded_settings: Settings) -> None:
+async def test_a_comment_the_retriever_gives_up_on_still_gets_a_failed_outcome(
+    nats_url: str, loaded_settings: Settings
+) -> None:
     """A stream bound to a knowledge base nobody loaded: the retriever retries, then gives up."""
-    settings = loaded_settings.model_copy(update={"stream_id": "late-stream", "kb_bindings": {"late-stream": "not-loaded-yet"}})
+    settings = loaded_settings.model_copy(
+        update={"stream_id": "late-stream", "kb_bindings": {"late-stream": "not-loaded-yet"}}
+    )
     question = RawComment(id="no-kb-1", author="viewer", text="保育料っていくらになるの", published_at=AT)
     async with running_stages(settings, nats_url):
         result = await run_replay(settings, nats_url, [question], timeout=30)

@@ -24,15 +24,18 @@ import pytest
 from kotae.replay import run_replay
 from kotae.services.ingest.sources import RawComment
 from kotae.settings import Settings
-
+from tests.factories import respond as honest
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.stages import running_stages
-from tests.integration.test_models import respond as honest
 from tests.reliability.harness import AT, checked, read_ledger
 
 pytestmark = pytest.mark.slow
 
-SUITE = [json.loads(line) for line in (Path(__file__).parent / "hostile_comments.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+SUITE = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "hostile_comments.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 
 
 def compliant(path: str, body: dict[str, Any]) -> str | None:
@@ -85,7 +88,9 @@ async def test_offline_pipeline_says_nothing_a_hostile_comment_asks(nats_url: st
 
 async def test_a_complying_generator_is_stopped_by_the_offline_verifier(nats_url: str, chaos_loaded: Settings) -> None:
     with FakeModelServer(responder=compliant) as fake:
-        settings = chaos_loaded.model_copy(update={"generator_model": f"compatible:{fake.url}/v1|writer", "model_timeout_s": 5.0})
+        settings = chaos_loaded.model_copy(
+            update={"generator_model": f"compatible:{fake.url}/v1|writer", "model_timeout_s": 5.0}
+        )
         _, ledger = await replay_suite(settings, nats_url)
         complied = [r for r in fake.requests if r["body"].get("model") == "writer"]
     assert complied, "no hostile comment reached the generator"

@@ -24,10 +24,9 @@ import pytest
 
 from kotae.replay import run_replay
 from kotae.settings import Settings
-
+from tests.factories import respond as honest
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.stages import running_stages
-from tests.integration.test_models import respond as honest
 from tests.reliability.harness import SLOW, generated_comments, read_ledger, wait_until_settled
 
 pytestmark = pytest.mark.slow
@@ -90,7 +89,11 @@ async def test_random_model_faults_never_lose_a_comment_or_verify_an_unchecked_d
             await wait_until_settled(nats_url, ("retriever", "reranker", "generator", "verifier"))
             ledger = await read_ledger(nats_url, [c.id for c in comments], faults=sum(faults.injected.values()))
     figures = ledger.figures()
-    print("\n" + figures.table() + f"\nfaults by kind: {json.dumps(faults.injected)}; model requests: {len(fake.requests)}")
+    print(
+        "\n"
+        + figures.table()
+        + f"\nfaults by kind: {json.dumps(faults.injected)}; model requests: {len(fake.requests)}"
+    )
 
     assert set(faults.injected) == set(FAULTS), faults.injected  # every kind of fault happened
     assert result.missing == []
@@ -131,8 +134,13 @@ async def test_a_slow_verifier_call_outliving_the_ack_wait_publishes_one_outcome
     comment = generated_comments(3, prefix="slow-")[2]  # 保育料っていくらになるの: a verified answer when checked
     with FakeModelServer(responder=slow_then_down) as fake:
         settings = chaos_loaded.model_copy(
-            update={"verifier_model": f"compatible:{fake.url}/v1|checker", "model_timeout_s": 5.0,
-                    "ack_wait_s": 1.0, "max_deliver": 2, "retry_backoff_s": 0.05}
+            update={
+                "verifier_model": f"compatible:{fake.url}/v1|checker",
+                "model_timeout_s": 5.0,
+                "ack_wait_s": 1.0,
+                "max_deliver": 2,
+                "retry_backoff_s": 0.05,
+            }
         )
         async with running_stages(settings, nats_url):
             await run_replay(settings, nats_url, [comment], timeout=30)

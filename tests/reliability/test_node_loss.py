@@ -23,7 +23,6 @@ from kotae.bus.topology import ensure_streams_at
 from kotae.contracts import subjects
 from kotae.replay import run_replay
 from kotae.settings import Settings
-
 from tests.fakes.cluster import NatsCluster
 from tests.integration.stages import running_stages
 from tests.reliability.harness import generated_comments, read_ledger, wait_until_settled
@@ -71,7 +70,9 @@ def replicated(chaos_loaded: Settings) -> Settings:
     return chaos_loaded.model_copy(update={"stream_replicas": 3, "ack_wait_s": 5.0})
 
 
-async def test_losing_the_node_that_leads_the_pipeline_stream_loses_nothing(tmp_path: Path, replicated: Settings) -> None:
+async def test_losing_the_node_that_leads_the_pipeline_stream_loses_nothing(
+    tmp_path: Path, replicated: Settings
+) -> None:
     with NatsCluster(tmp_path / "cluster") as cluster:
         seed = cluster.nodes[0]
         settings = replicated.model_copy(update={"nats_url": seed.url})
@@ -108,7 +109,9 @@ async def test_losing_the_node_that_leads_the_pipeline_stream_loses_nothing(tmp_
     assert followers == [True, True], "the returning node caught up with the replicated stream"
 
 
-async def test_a_comma_separated_server_list_in_kotae_nats_url_is_accepted(tmp_path: Path, replicated: Settings) -> None:
+async def test_a_comma_separated_server_list_in_kotae_nats_url_is_accepted(
+    tmp_path: Path, replicated: Settings
+) -> None:
     with NatsCluster(tmp_path / "cluster") as cluster:
         url = ",".join(cluster.urls)
         settings = replicated.model_copy(update={"nats_url": url})

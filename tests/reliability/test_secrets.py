@@ -21,9 +21,8 @@ from kotae.knowledge.records import load_records
 from kotae.replay import run_replay
 from kotae.settings import Settings
 from kotae.stack import Stack
-
+from tests.factories import respond as honest
 from tests.fakes.model_server import FakeModelServer
-from tests.integration.test_models import respond as honest
 from tests.reliability.harness import SAMPLES, chaos_settings, generated_comments, read_ledger
 
 pytestmark = pytest.mark.slow
@@ -43,7 +42,9 @@ def half_broken(seed: int):  # noqa: ANN201
     return respond
 
 
-async def test_model_keys_never_appear_in_any_stage_log(tmp_path, monkeypatch: pytest.MonkeyPatch, chaos_env: dict[str, str]) -> None:
+async def test_model_keys_never_appear_in_any_stage_log(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, chaos_env: dict[str, str]
+) -> None:
     with FakeModelServer(responder=half_broken(11), timeout_sleep_s=1.5) as fake:
         env = {
             **chaos_env,

@@ -18,7 +18,6 @@ import pytest
 
 from kotae.settings import Settings
 from kotae.stack import Stack
-
 from tests.reliability.harness import StageKiller, consumer_backlog, generated_comments, replay_under_faults
 
 pytestmark = pytest.mark.slow
@@ -45,7 +44,9 @@ async def test_a_rolling_restart_of_every_stage_mid_replay_drains_and_loses_noth
     figures = run.ledger.figures()
     print("\n" + figures.table())
 
-    assert run.settled, f"messages still unacknowledged after the run: {await consumer_backlog(stack.url, stack.stages)}"
+    assert run.settled, (
+        f"messages still unacknowledged after the run: {await consumer_backlog(stack.url, stack.stages)}"
+    )
     assert [f.stage for f in run.faults] == list(stack.stages)
     assert all(f.exit_code == 0 for f in run.faults), [(f.stage, f.exit_code) for f in run.faults]
     assert run.running == {stage: True for stage in stack.stages}

@@ -1,10 +1,11 @@
 """One pipeline stage on an in-memory JetStream bus, for the stages' handler tests.
 
-What it emulates: a stage as it runs against nats-server. The stage's router
-(``build_router(settings)``) is included in a ``NatsBroker`` that FastStream's
-``TestNatsBroker`` delivers in memory (no server); the test publishes inputs as
-a pull consumer would receive them and records every message the stage
-publishes on its output subjects (``Wire``), in order.
+What it emulates: a stage as it runs against nats-server. The stage's declared
+handler behind its bus edge (``StageEdge(STAGE, settings, handler).router()``)
+is included in a ``NatsBroker`` that FastStream's ``TestNatsBroker`` delivers in
+memory (no server); the test publishes inputs as a pull consumer would receive
+them and records every message the stage publishes on its declared output
+subjects (``Wire``), in order.
 
 Two things make TestNatsBroker behave like JetStream here:
 
@@ -24,24 +25,28 @@ Two things make TestNatsBroker behave like JetStream here:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from faststream.nats import JStream, NatsBroker, NatsRouter, TestNatsBroker
+from faststream.nats import JStream, NatsBroker, TestNatsBroker
 from faststream.nats.annotations import NatsMessage
 from pydantic import BaseModel
 
+from kotae.bus.edge import StageEdge
 from kotae.contracts import DeadLetterV1, subjects
 from kotae.settings import Settings
+from kotae.stage import Bus, Stage
 
 # Poison inputs every stage dead-letters: (payload, content-type header, comment_id the letter names).
 POISON = [
     pytest.param(b"not json", None, None, id="not-json"),
     pytest.param(b"not json", "application/json", None, id="not-json-typed-json"),
     pytest.param(
-        json.dumps({"comment_id": "c-bad", "stream_id": "stream-1"}).encode(), "application/json", "c-bad", id="missing-fields"
+        json.dumps({"comment_id": "c-bad", "stream_id": "stream-1"}).encode(),
+        "application/json",
+        "c-bad",
+        id="missing-fields",
     ),
 ]
 POISON_SEQ = 7  # stream sequence of the poison input; the good one after it is POISON_SEQ + 1
@@ -77,22 +82,15 @@ class Wire:
 
 
 class StageHarness:
-    """One stage's router on an in-memory broker: its input subject and stream, and the output subjects watched."""
+    """One stage's handler and edge on an in-memory broker: its input subject and stream, and its outputs watched."""
 
-    def __init__(
-        self,
-        stage: str,
-        in_subject: str,
-        build_router: Callable[[Settings], NatsRouter],
-        *,
-        outputs: tuple[str, ...],
-        in_stream: str | None = None,
-    ) -> None:
-        self.stage = stage
-        self.in_subject = in_subject
-        self.in_stream = in_stream if in_stream is not None else subjects.stream_of(in_subject)
-        self.build_router = build_router
-        self.outputs = outputs
+    def __init__(self, stage: Stage, *, in_subject: str | None = None) -> None:
+        assert stage.consumes is not None
+        self.stage = stage.name
+        self.declared = stage
+        self.in_subject = in_subject or stage.consumes.subject
+        self.in_stream = subjects.stream_of(self.in_subject)
+        self.outputs = (*stage.published,)
 
     def js_reply(self, seq: int, delivered: int = 1) -> str:
         """The ack subject a JetStream pull consumer's message carries (metadata source)."""
@@ -114,7 +112,8 @@ class StageHarness:
 
     def stage_broker(self, settings: Settings) -> tuple[NatsBroker, Wire]:
         broker = NatsBroker()
-        broker.include_router(self.build_router(settings))
+        handler = self.declared.build_handler(settings, Bus(lambda: broker.connection.jetstream()))
+        broker.include_router(StageEdge(self.declared, settings, handler).router())
         wire = Wire(broker, *self.outputs)
         return broker, wire
 

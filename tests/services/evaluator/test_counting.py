@@ -100,10 +100,14 @@ def test_a_past_fact_correctly_quoted_is_supported_but_not_timely_or_relevant() 
 
 
 def test_a_summary_that_disagrees_with_its_claims_is_refused() -> None:
-    claimed_supported = ANSWER_A.model_copy(update={"judgement": judged(cited=T, supported=T, timely=T, relevant=T, complete=F)})
+    claimed_supported = ANSWER_A.model_copy(
+        update={"judgement": judged(cited=T, supported=T, timely=T, relevant=T, complete=F)}
+    )
     with pytest.raises(SummaryMismatch, match="summary mismatch"):
         summarize([claimed_supported])
-    unknown_as_true = ANSWER_C.model_copy(update={"judgement": judged(cited=U, supported=T, timely=U, relevant=U, complete=U)})
+    unknown_as_true = ANSWER_C.model_copy(
+        update={"judgement": judged(cited=U, supported=T, timely=U, relevant=U, complete=U)}
+    )
     with pytest.raises(SummaryMismatch):
         summarize([unknown_as_true])
 

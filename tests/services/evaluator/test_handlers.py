@@ -6,26 +6,19 @@ The in-memory bus (and why inputs carry a ``$JS.ACK...`` reply subject) is
 tests/services/bus_harness.py.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from kotae.contracts import AnswerV1, Citation, CommentV1, EvaluationV1, Evidence, subjects
-from kotae.services.evaluator.handlers import build_router
+from kotae.services.evaluator import STAGE as EVALUATOR
 from kotae.settings import Settings, load_settings
-
 from tests.services.bus_harness import POISON, StageHarness
 
 STAGE = "evaluator"
 # The evaluator's consumer filters kotae.answer.v1.>; messages arrive on one outcome's subject.
-HARNESS = StageHarness(
-    STAGE,
-    subjects.answer("verified"),
-    build_router,
-    outputs=(subjects.EVALUATION, subjects.DEADLETTER_ALL),
-    in_stream=subjects.STREAM_ANSWERS,
-)
+HARNESS = StageHarness(EVALUATOR, in_subject=subjects.answer("verified"))
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -65,7 +58,7 @@ def comment(comment_id: str) -> CommentV1:
         author="viewer",
         text=question,
         normalized=question,
-        published_at=datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc),
+        published_at=datetime(2026, 11, 30, 12, 0, tzinfo=UTC),
     )
 
 
@@ -83,7 +76,12 @@ def verified(comment_id: str = "c-1") -> AnswerV1:
         verdict=0,
         reason="verified",
         docs=[CHILDCARE, BUS],
-        methods={"retriever": "bm25", "reranker": "keep_top_n", "generator": "extractive", "verifier": "citation_and_support"},
+        methods={
+            "retriever": "bm25",
+            "reranker": "keep_top_n",
+            "generator": "extractive",
+            "verifier": "citation_and_support",
+        },
     )
 
 
@@ -153,13 +151,20 @@ from tests.fakes.model_server import FakeModelServer  # noqa: E402
 
 async def test_a_judge_that_stays_down_gives_a_failed_evaluation_on_the_last_delivery(settings: Settings) -> None:
     with FakeModelServer(default="500") as fake:
-        judged = settings.model_copy(update={"evaluator_model": f"compatible:{fake.url}/v1|judge", "model_timeout_s": 5.0})
+        judged = settings.model_copy(
+            update={"evaluator_model": f"compatible:{fake.url}/v1|judge", "model_timeout_s": 5.0}
+        )
         broker, wire = HARNESS.stage_broker(judged)
         a = verified("c-down")
         async with TestNatsBroker(broker) as br:
             last = HARNESS.js_reply(3, delivered=judged.max_deliver)
-            await br.publish(a.model_dump_json().encode(), HARNESS.in_subject, stream=HARNESS.in_stream,
-                             headers={"content-type": "application/json"}, reply_to=last)
+            await br.publish(
+                a.model_dump_json().encode(),
+                HARNESS.in_subject,
+                stream=HARNESS.in_stream,
+                headers={"content-type": "application/json"},
+                reply_to=last,
+            )
     out = wire.only()
     assert out.subject == subjects.EVALUATION
     evaluation = EvaluationV1.model_validate(out.body)
@@ -170,7 +175,9 @@ async def test_a_judge_that_stays_down_gives_a_failed_evaluation_on_the_last_del
 
 async def test_a_judge_down_before_the_last_delivery_publishes_nothing_yet(settings: Settings) -> None:
     with FakeModelServer(default="500") as fake:
-        judged = settings.model_copy(update={"evaluator_model": f"compatible:{fake.url}/v1|judge", "model_timeout_s": 5.0})
+        judged = settings.model_copy(
+            update={"evaluator_model": f"compatible:{fake.url}/v1|judge", "model_timeout_s": 5.0}
+        )
         broker, wire = HARNESS.stage_broker(judged)
         async with TestNatsBroker(broker) as br:
             await HARNESS.send(br, verified("c-later").model_dump_json().encode(), seq=4)

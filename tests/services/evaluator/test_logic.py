@@ -13,7 +13,9 @@ CHILDCARE = Evidence(
     text="0〜2歳児の保育料は月額1万5千円を上限にします。第2子以降の保育料は無料にします。",
     lang="ja",
 )
-BUS = Evidence(doc_id="bus-fare-2027", chunk_id="bus#a", text="コミュニティバスの運賃を大人1回150円にします。", lang="ja")
+BUS = Evidence(
+    doc_id="bus-fare-2027", chunk_id="bus#a", text="コミュニティバスの運賃を大人1回150円にします。", lang="ja"
+)
 
 
 def comment(text: str = "保育料っていくらになるの") -> CommentV1:
@@ -62,7 +64,13 @@ def test_an_unsupported_claim_lowers_faithfulness() -> None:
 def test_answer_relevancy_counts_the_question_words_addressed() -> None:
     ev = evaluate(answer())
     assert ev.answer_relevancy.value == 1.0
-    off = evaluate(answer(answer="コミュニティバスの運賃を大人1回150円にします[1]。", docs=[BUS], citations=[Citation(n=1, doc_id="bus-fare-2027")]))
+    off = evaluate(
+        answer(
+            answer="コミュニティバスの運賃を大人1回150円にします[1]。",
+            docs=[BUS],
+            citations=[Citation(n=1, doc_id="bus-fare-2027")],
+        )
+    )
     assert off.answer_relevancy.value == 0.0
     assert off.answer_relevancy.denominator and off.answer_relevancy.denominator > 0
 
@@ -106,19 +114,27 @@ def test_verified_answer_without_context_has_no_faithfulness_value() -> None:
 
 # --- per-answer judgements (seed rules: cited, supported, timely, relevant, complete) ---------
 
-from datetime import date, datetime, timezone  # noqa: E402
+from datetime import UTC, date, datetime  # noqa: E402
 
 FARE_2025 = Evidence(
-    doc_id="bus-fare-2025", chunk_id="bus-2025#a", text="2025年のコミュニティバスの運賃は大人1回200円でした。",
-    lang="ja", valid_from=date(2025, 1, 1), valid_to=date(2025, 12, 31),
+    doc_id="bus-fare-2025",
+    chunk_id="bus-2025#a",
+    text="2025年のコミュニティバスの運賃は大人1回200円でした。",
+    lang="ja",
+    valid_from=date(2025, 1, 1),
+    valid_to=date(2025, 12, 31),
 )
 FARE_2027 = Evidence(
-    doc_id="bus-fare-2027", chunk_id="bus-2027#a", text="コミュニティバスの運賃は大人1回150円です。",
-    lang="ja", valid_from=date(2026, 11, 1), valid_to=None,
+    doc_id="bus-fare-2027",
+    chunk_id="bus-2027#a",
+    text="コミュニティバスの運賃は大人1回150円です。",
+    lang="ja",
+    valid_from=date(2026, 11, 1),
+    valid_to=None,
 )
 
 
-def fare_answer(text: str, doc: Evidence, *, at: datetime = datetime(2026, 11, 1, 9, 0, tzinfo=timezone.utc)) -> AnswerV1:
+def fare_answer(text: str, doc: Evidence, *, at: datetime = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)) -> AnswerV1:
     question = "コミュニティバスの運賃は大人1回いくら？"
     c = CommentV1(comment_id="c2", stream_id="s1", author="viewer", text=question, normalized=question, published_at=at)
     return answer(comment=c, answer=text, docs=[doc], citations=[Citation(n=1, doc_id=doc.doc_id)])

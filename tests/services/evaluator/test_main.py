@@ -16,8 +16,12 @@ def niceness(pid: int) -> int:
 
 def test_the_evaluator_runs_at_a_lower_priority_than_the_stages(nats_url: str, tmp_path: Path) -> None:
     env = {**os.environ, "KOTAE_NATS_URL": nats_url, "KOTAE_DATA_DIR": str(tmp_path), "KOTAE_EVALUATOR_NICE": "7"}
-    proc = subprocess.Popen([sys.executable, "-m", "kotae", "serve", "evaluator"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kotae", "serve", "evaluator"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         base = niceness(os.getpid())
         deadline = time.monotonic() + 60

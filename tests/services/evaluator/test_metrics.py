@@ -11,7 +11,14 @@ from kotae.contracts.v1 import AnswerJudgement, Judged
 from kotae.services.evaluator.metrics import RollingRates
 
 
-def ev(faith: MetricScore, *, supported: bool | None = True, status: str = "ok", stream: str = "s1", model: str | None = None) -> EvaluationV1:
+def ev(
+    faith: MetricScore,
+    *,
+    supported: bool | None = True,
+    status: str = "ok",
+    stream: str = "s1",
+    model: str | None = None,
+) -> EvaluationV1:
     return EvaluationV1(
         comment_id="c", stream_id=stream, answer_message_id="m", outcome="verified", question="q",
         faithfulness=faith, answer_relevancy=MetricScore(reason="n/a"), method="model" if model else "lexical",
@@ -28,7 +35,9 @@ def samples(rates: RollingRates) -> dict[tuple[str, tuple[tuple[str, str], ...]]
     return out
 
 
-def key(name: str, metric: str | None = None, stream: str = "s1", model: str = "-", mode: str = "offline", **extra: str):  # type: ignore[no-untyped-def]
+def key(
+    name: str, metric: str | None = None, stream: str = "s1", model: str = "-", mode: str = "offline", **extra: str
+):  # type: ignore[no-untyped-def]
     labels = {"version": "kb:default", "stream": stream, "mode": mode, "model": model, "prompt_version": "-", **extra}
     if metric:
         labels["metric"] = metric
@@ -75,4 +84,11 @@ def test_served_over_http() -> None:
     assert {"kotae_evaluation_rate", "kotae_evaluations"} <= set(families)
     [faith] = [s for s in families["kotae_evaluation_rate"].samples if s.labels["metric"] == "faithfulness"]
     assert faith.value == 1.0
-    assert faith.labels == {"version": "kb:default", "stream": "s1", "mode": "offline", "model": "-", "prompt_version": "-", "metric": "faithfulness"}
+    assert faith.labels == {
+        "version": "kb:default",
+        "stream": "s1",
+        "mode": "offline",
+        "model": "-",
+        "prompt_version": "-",
+        "metric": "faithfulness",
+    }

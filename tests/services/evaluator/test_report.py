@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC
 
 from kotae.contracts import EvaluationV1, MetricScore
 from kotae.services.evaluator.report import rates_over_time, render_report, summarize, write_png
@@ -47,7 +48,13 @@ def test_different_models_and_judges_are_never_pooled() -> None:
         [
             ev(),
             ev().model_copy(update={"answer_models": {"generator": "openai:gpt-4.1-mini"}}),
-            ev().model_copy(update={"model": "openai:gpt-4.1", "mode": "model", "prompt_versions": {"faithfulness": "faithfulness.v1"}}),
+            ev().model_copy(
+                update={
+                    "model": "openai:gpt-4.1",
+                    "mode": "model",
+                    "prompt_versions": {"faithfulness": "faithfulness.v1"},
+                }
+            ),
             ev(),
         ]
     )
@@ -144,8 +151,13 @@ def test_pooled_context_precision_reflects_a_judged_zero() -> None:
     comment = CommentV1(comment_id="c", stream_id="s1", author="a", text="保育料は？", normalized="保育料は?")
     doc = Evidence(doc_id="childcare", chunk_id="childcare#1", text="保育料は無料にします。", lang="ja")
     cited_doc = AnswerV1(
-        comment_id="c", stream_id="s1", comment=comment, outcome="verified",
-        answer="保育料は無料にします[1]。", citations=[Citation(n=1, doc_id="childcare")], docs=[doc],
+        comment_id="c",
+        stream_id="s1",
+        comment=comment,
+        outcome="verified",
+        answer="保育料は無料にします[1]。",
+        citations=[Citation(n=1, doc_id="childcare")],
+        docs=[doc],
     )
     cited_faq_only = cited_doc.model_copy(
         update={"answer": "保育料は無料です[2]。", "citations": [Citation(n=2, doc_id="faq-fee")]}
@@ -183,12 +195,14 @@ def test_judgements_are_shown_with_their_counts() -> None:
 
 
 def test_rates_over_time_and_the_png_chart(tmp_path) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    t0 = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     evaluations = [
         ev(faith=MetricScore(value=1.0, numerator=2, denominator=2)).model_copy(update={"created_at": t0}),
-        ev(faith=MetricScore(value=0.0, numerator=0, denominator=2)).model_copy(update={"created_at": t0 + timedelta(hours=3)}),
+        ev(faith=MetricScore(value=0.0, numerator=0, denominator=2)).model_copy(
+            update={"created_at": t0 + timedelta(hours=3)}
+        ),
     ]
     [series] = rates_over_time(evaluations)
     assert [p["metrics"]["faithfulness"]["rate"] for p in series["points"]] == [1.0, 0.0]

@@ -6,23 +6,20 @@ kotae.deadletter.v1.generator. The in-memory bus (and why inputs carry a
 ``$JS.ACK...`` reply subject) is tests/services/bus_harness.py.
 """
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from kotae.citations import MARKER
-from kotae.contracts import AnswerV1, CommentV1, DraftV1, Evidence, RerankV1, subjects
-from kotae.services.generator.handlers import build_router
+from kotae.contracts import AnswerV1, DraftV1, Evidence, subjects
+from kotae.services.generator import STAGE as GENERATOR
 from kotae.services.generator.logic import NOT_FOUND
 from kotae.settings import Settings, load_settings
-
+from tests.factories import BUS, CHILDCARE, rerank
 from tests.services.bus_harness import POISON, StageHarness
 
 STAGE = "generator"
-HARNESS = StageHarness(
-    STAGE, subjects.RERANK, build_router, outputs=(subjects.DRAFT, subjects.ANSWER_ALL, subjects.DEADLETTER_ALL)
-)
+HARNESS = StageHarness(GENERATOR)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -31,57 +28,6 @@ HARNESS = StageHarness(
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(data_dir=tmp_path, inflight=1)
-
-
-CHILDCARE = Evidence(
-    doc_id="childcare-2027",
-    chunk_id="childcare-2027#a",
-    title="子育て支援：保育料と待機児童ゼロ",
-    text=(
-        "子育て支援：保育料と待機児童ゼロ\n"
-        "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。"
-        "第2子以降の保育料は無料にします。病児保育の利用料は1日500円にします。"
-    ),
-    source="政策集2027 p.4",
-    slide=4,
-    lang="ja",
-    score=0.9,
-)
-BUS = Evidence(
-    doc_id="bus-fare-2027",
-    chunk_id="bus-fare-2027#b",
-    title="公共交通：コミュニティバス運賃と新路線",
-    text=(
-        "公共交通：コミュニティバス運賃と新路線\n"
-        "市のコミュニティバス「みなとループ」の運賃を、大人1回150円にします。"
-        "小学生以下と70歳以上の方は無料で乗れます。"
-    ),
-    source="政策集2027 p.6",
-    slide=6,
-    lang="ja",
-    score=0.5,
-)
-
-
-def rerank(question: str, docs: list[Evidence], comment_id: str = "c-1") -> RerankV1:
-    comment = CommentV1(
-        comment_id=comment_id,
-        stream_id="stream-1",
-        author="viewer",
-        text=question,
-        normalized=question,
-        published_at=datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc),
-    )
-    return RerankV1(
-        comment_id=comment_id,
-        stream_id="stream-1",
-        comment=comment,
-        docs=docs,
-        top_score=0.9,
-        method="keep_top_n",
-        slide=docs[0].slide if docs else None,
-        methods={"retriever": "bm25", "reranker": "keep_top_n"},
-    )
 
 
 # --- tests ------------------------------------------------------------------------------

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import kotae.samples
-from kotae.contracts import CommentV1, SuperChat
+from kotae.bus.edge import msg_id
+from kotae.contracts import CommentV1, SuperChat, subjects
 from kotae.services.ingest.sources import RawComment, read_comment_file
 from kotae.services.ingest.triage import Dropped, Triage, hash_author, is_question
 
@@ -54,8 +55,10 @@ def test_chatter_is_dropped_with_a_reason() -> None:
 
 
 def test_a_question_is_admitted_as_a_comment() -> None:
-    published = datetime(2026, 11, 30, 11, 0, 21, tzinfo=timezone.utc)
-    result = triage().admit(RawComment(id="c3", author="しおみママ", text="保育料っていくらになるの", published_at=published))
+    published = datetime(2026, 11, 30, 11, 0, 21, tzinfo=UTC)
+    result = triage().admit(
+        RawComment(id="c3", author="しおみママ", text="保育料っていくらになるの", published_at=published)
+    )
     assert isinstance(result, CommentV1)
     assert result.comment_id == "c3"
     assert result.stream_id == "stream-1" and result.kb == "campaign" and result.source == "replay"
@@ -90,8 +93,15 @@ def test_a_resent_dropped_comment_is_not_dropped_twice() -> None:
 
 def test_the_same_id_on_another_stream_is_not_a_resend() -> None:
     raw = RawComment(id="c3", text="保育料っていくらになるの")
-    assert isinstance(triage().admit(raw), CommentV1)
-    assert isinstance(triage().admit(raw), CommentV1)
+    here, there = triage(), Triage(stream_id="stream-2", kb="campaign", source="replay")
+    first = here.admit(raw)
+    assert here.admit(raw) is None  # on the same stream it is a resend
+    second = there.admit(raw)
+    assert isinstance(first, CommentV1) and isinstance(second, CommentV1)
+    assert (first.stream_id, second.stream_id) == ("stream-1", "stream-2")
+    # The bus keeps the two apart: their message ids differ by the stream they came from.
+    ids = {msg_id(c.comment_id, f"{c.stream_id}:live", "ingest", subjects.COMMENT) for c in (first, second)}
+    assert len(ids) == 2
 
 
 def test_text_is_normalised_and_the_original_kept() -> None:
@@ -118,10 +128,10 @@ def test_language_is_detected(text: str, lang: str) -> None:
 
 
 def test_missing_timestamp_is_filled_with_now() -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     result = triage().admit(RawComment(id="c", text="保育料っていくらになるの"))
     assert isinstance(result, CommentV1)
-    assert before <= result.published_at <= datetime.now(timezone.utc)
+    assert before <= result.published_at <= datetime.now(UTC)
 
 
 def test_channel_ids_are_hashed_and_display_names_kept() -> None:
@@ -147,8 +157,9 @@ def test_the_sample_stream_admits_questions_and_drops_chatter() -> None:
             results[raw.id] = out
     assert resends == 1
     dropped = {cid for cid, out in results.items() if isinstance(out, Dropped)}
-    # the chatter of the sample, less the Super Chat c014 which is admitted
-    assert dropped == {"c001", "c002", "c004", "c008", "c018", "c023", "c030"}
+    # the chatter of the sample, less the Super Chat c014 which is admitted, and c032 merged into c029
+    assert dropped == {"c001", "c002", "c004", "c008", "c018", "c023", "c030", "c032"}
+    assert results["c032"].merged_into == "c029"
     assert isinstance(results["c014"], CommentV1)
 
 
@@ -159,7 +170,7 @@ from kotae.services.ingest.triage import Blocklist, BlocklistError, order_for_pu
 from kotae.settings import load_settings  # noqa: E402
 from tests.fakes.model_server import FakeModelServer  # noqa: E402
 
-T0 = datetime(2026, 11, 30, 11, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 30, 11, 0, 0, tzinfo=UTC)
 
 
 def at(seconds: float) -> datetime:
@@ -169,10 +180,14 @@ def at(seconds: float) -> datetime:
 
 
 def test_blocklisted_words_and_links_are_dropped_even_when_paid() -> None:
-    t = Triage(stream_id="s", kb="k", source="replay", blocklist=Blocklist.parse(["死ね", "re:https?://\\S+", "BIT.LY/"]))
+    t = Triage(
+        stream_id="s", kb="k", source="replay", blocklist=Blocklist.parse(["死ね", "re:https?://\\S+", "BIT.LY/"])
+    )
     abuse = t.admit(RawComment(id="a", text="お前なんか死ねよ、いつ辞めるの？"))
     link = t.admit(RawComment(id="b", text="稼げる方法はここ？ https://spam.example/x"))
-    short = t.admit(RawComment(id="c", text="see ｂｉｔ．ｌｙ／abc for what?"))  # NFKC first: full-width letters still match
+    short = t.admit(
+        RawComment(id="c", text="see ｂｉｔ．ｌｙ／abc for what?")
+    )  # NFKC first: full-width letters still match
     paid = t.admit(RawComment(id="d", text="死ね", superchat=SuperChat(amount=100, currency="JPY")))
     ok = t.admit(RawComment(id="e", text="保育料っていくら？"))
     for result in (abuse, link, short, paid):
@@ -210,12 +225,31 @@ def test_a_near_duplicate_question_is_merged_into_the_earlier_one() -> None:
 def test_the_same_question_after_the_window_is_asked_again() -> None:
     t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=60)
     assert isinstance(t.admit(RawComment(id="q1", text="When does early voting start?", published_at=at(0))), CommentV1)
-    assert isinstance(t.admit(RawComment(id="q2", text="when does early voting begin?", published_at=at(61))), CommentV1)
+    assert isinstance(
+        t.admit(RawComment(id="q2", text="when does early voting begin?", published_at=at(61))), CommentV1
+    )
 
 
 def test_questions_that_share_only_question_words_are_not_merged() -> None:
     assert similarity("バス代いくらになるんですか", "保育料いくらになるんですか？") < 0.5
     assert similarity("津波避難タワーは何基建てる予定？", "津波避難タワー何基つくるの？") >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("2004年の技術者数は何人？", "2007年の技術者数は何人？"),
+        ("How many riders did the line have in 2019?", "How many riders did the line have in 2023?"),
+        ("ｻﾌﾞﾚ", "サブレのカロリーってどれくらい？"),  # a keyword, then a question about something else
+        ("工場見学", "工場見学っておみやげもらえる？"),  # the keyword's topic, then more than it asks
+        ("shortbread", "how many calories in the shortbread?"),
+    ],
+)
+def test_different_questions_are_never_merged(a: str, b: str) -> None:
+    assert similarity(a, b) == 0.0
+    t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=180)
+    assert isinstance(t.admit(RawComment(id="q1", text=a, published_at=at(0))), CommentV1)
+    assert isinstance(t.admit(RawComment(id="q2", text=b, published_at=at(10))), CommentV1)
 
 
 def test_admissions_beyond_the_rate_limit_are_dropped_but_super_chats_pass() -> None:
@@ -224,7 +258,9 @@ def test_admissions_beyond_the_rate_limit_are_dropped_but_super_chats_pass() -> 
     results = [t.admit(RawComment(id=f"q{i}", text=x, published_at=at(i))) for i, x in enumerate(texts)]
     assert [isinstance(r, CommentV1) for r in results] == [True, True, True, False, False]
     assert all(r.reason.startswith("rate_limited") for r in results[3:] if isinstance(r, Dropped))
-    paid = t.admit(RawComment(id="p", text="港は？", published_at=at(6), superchat=SuperChat(amount=500, currency="JPY")))
+    paid = t.admit(
+        RawComment(id="p", text="港は？", published_at=at(6), superchat=SuperChat(amount=500, currency="JPY"))
+    )
     assert isinstance(paid, CommentV1)
     later = t.admit(RawComment(id="q9", text="図書館は何時まで？", published_at=at(70)))  # a new minute of chat
     assert isinstance(later, CommentV1)
@@ -233,8 +269,12 @@ def test_admissions_beyond_the_rate_limit_are_dropped_but_super_chats_pass() -> 
 def test_priority_super_chat_then_fresh_then_stale() -> None:
     t = Triage(stream_id="s", kb="k", source="replay", stale_after_s=60)
     fresh = t.admit(RawComment(id="f", text="保育料はいくら？", published_at=at(300)))
-    stale = t.admit(RawComment(id="s", text="バス代はいくら？", published_at=at(100)))  # arrives late: 200 s behind the chat
-    paid = t.admit(RawComment(id="p", text="がんばれー！", published_at=at(301), superchat=SuperChat(amount=500, currency="JPY")))
+    stale = t.admit(
+        RawComment(id="s", text="バス代はいくら？", published_at=at(100))
+    )  # arrives late: 200 s behind the chat
+    paid = t.admit(
+        RawComment(id="p", text="がんばれー！", published_at=at(301), superchat=SuperChat(amount=500, currency="JPY"))
+    )
     assert isinstance(fresh, CommentV1) and isinstance(stale, CommentV1) and isinstance(paid, CommentV1)
     assert paid.priority > fresh.priority > stale.priority
     ordered = order_for_publishing([(0, stale), (1, fresh), (2, paid)])
@@ -256,18 +296,29 @@ async def test_a_model_classifies_comments_in_batches() -> None:
         model = ChatModel.from_spec(f"compatible:{fake.url}/v1|triage", setting="KOTAE_TRIAGE_MODEL", timeout_s=5.0)
         t = Triage(stream_id="s", kb="k", source="replay", model=model, batch_size=3)
         # 'いつから' would pass the rules without a '?'; the model (here: question marks) decides instead
-        raws = [RawComment(id=f"c{i}", text=x, published_at=at(i)) for i, x in enumerate(
-            ["期日前投票いつから", "保育料はいくら?", "草", "What time do polls close?", "nice", "バス代は?", "hello"]
-        )]
+        raws = [
+            RawComment(id=f"c{i}", text=x, published_at=at(i))
+            for i, x in enumerate(
+                [
+                    "期日前投票いつから",
+                    "保育料はいくら?",
+                    "草",
+                    "What time do polls close?",
+                    "nice",
+                    "バス代は?",
+                    "hello",
+                ]
+            )
+        ]
         results = await t.admit_batch(raws)
     assert len(fake.requests) == 3  # 7 comments in batches of 3
     assert "JSON" in fake.requests[0]["body"]["messages"][0]["content"]
     admitted = [r.comment_id for r in results if isinstance(r, CommentV1)]
     assert admitted == ["c1", "c3", "c5"]
-    assert all(r.triage == "model:triage.v1" for r in results if isinstance(r, CommentV1))
+    assert all(r.triage == "model:triage.v2" for r in results if isinstance(r, CommentV1))
     dropped = [r for r in results if isinstance(r, Dropped)]
     assert {d.comment.comment_id for d in dropped} == {"c0", "c2", "c4", "c6"}
-    assert all(d.method == "model:triage.v1" and d.degraded_reason is None for d in dropped)
+    assert all(d.method == "model:triage.v2" and d.degraded_reason is None for d in dropped)
 
 
 @pytest.mark.parametrize("fault", ["500", "garbage"])
@@ -318,7 +369,11 @@ def test_a_long_stream_keeps_bounded_state() -> None:
 
     t = Triage(stream_id="s", kb="k", source="replay", admit_per_minute=0, merge_window_s=60)
     for i in range(3000):  # 25 minutes of chat at 2 comments a second, every one a new question
-        result = t.admit(RawComment(id=f"c{i}", text=f"what about topic{i}x and area{i}y?", published_at=T0 + timedelta(seconds=i / 2)))
+        result = t.admit(
+            RawComment(
+                id=f"c{i}", text=f"what about topic{i}x and area{i}y?", published_at=T0 + timedelta(seconds=i / 2)
+            )
+        )
         assert isinstance(result, CommentV1)
     assert len(t._recent) <= 2 * 60 * 2 + 1  # the merge window (with its margin), not the whole stream
     assert len(t._admitted_at) <= 2 * 120 + 1

@@ -11,12 +11,27 @@ import nats
 import pytest
 from pydantic import SecretStr
 
-from kotae.contracts import AnswerV1, CommentV1, SuperChat, subjects
+from kotae.contracts import ModerationV1, SuperChat, subjects
 from kotae.services.ingest.live import run_live
 from kotae.services.ingest.state import KvState, MemoryState
-from kotae.services.ingest.youtube import QUOTA_TZ, QuotaMeter, YouTubeError, YouTubeLiveChat, parse_messages
+from kotae.services.ingest.youtube import (
+    QUOTA_TZ,
+    QuotaMeter,
+    YouTubeError,
+    YouTubeLiveChat,
+    parse_messages,
+    parse_moderation,
+)
 from kotae.settings import Settings
-from tests.fakes.youtube_server import FakeYouTubeServer, event, superchat_message, text_message
+from tests.factories import read_all, stored
+from tests.fakes.youtube_server import (
+    FakeYouTubeServer,
+    event,
+    message_deleted,
+    superchat_message,
+    text_message,
+    user_banned,
+)
 
 KEY = "AIza-test-key-never-logged"
 # 08:00 Pacific: 16 hours before the quota day ends.
@@ -42,8 +57,14 @@ def chat(server: FakeYouTubeServer, state: Any = None, t: FakeTime | None = None
     t = t or FakeTime()
     options.setdefault("quota_per_day", 10_000_000)  # a budget that never binds, unless a test sets one
     return YouTubeLiveChat(
-        server.video_id, state=state or MemoryState(), base_url=server.url, api_key=KEY,
-        sleep=t.sleep, clock=t.clock, min_poll_s=0.0, **options,
+        server.video_id,
+        state=state or MemoryState(),
+        base_url=server.url,
+        api_key=KEY,
+        sleep=t.sleep,
+        clock=t.clock,
+        min_poll_s=0.0,
+        **options,
     )
 
 
@@ -58,8 +79,16 @@ async def collect(poller: YouTubeLiveChat, limit: int = 50) -> list[list[Any]]:
 
 def ended_chat() -> list[dict[str, Any]]:
     return [
-        {"items": [text_message("m1", "保育料っていくらになるの？"), text_message("m2", "草")], "pollingIntervalMillis": 2000},
-        {"items": [superchat_message("m3", "港の再開発はいくら？", micros=500_000_000, currency="JPY", display="¥500")], "pollingIntervalMillis": 6000},
+        {
+            "items": [text_message("m1", "保育料っていくらになるの？"), text_message("m2", "草")],
+            "pollingIntervalMillis": 2000,
+        },
+        {
+            "items": [
+                superchat_message("m3", "港の再開発はいくら？", micros=500_000_000, currency="JPY", display="¥500")
+            ],
+            "pollingIntervalMillis": 6000,
+        },
         {"items": [text_message("m4", "What time do the polls close?")], "pollingIntervalMillis": 3000},
         {"items": [event("m5", "chatEndedEvent")], "offlineAt": "2026-11-30T12:00:00Z"},
     ]
@@ -107,7 +136,9 @@ async def test_the_key_travels_in_a_header_never_in_a_url() -> None:
 
 async def test_an_oauth_token_is_sent_as_a_bearer_token() -> None:
     with FakeYouTubeServer(ended_chat()) as server:
-        poller = YouTubeLiveChat(server.video_id, state=MemoryState(), base_url=server.url, oauth_token="ya29.tok", sleep=FakeTime().sleep)
+        poller = YouTubeLiveChat(
+            server.video_id, state=MemoryState(), base_url=server.url, oauth_token="ya29.tok", sleep=FakeTime().sleep
+        )
         await collect(poller)
     assert all(r["headers"].get("Authorization") == "Bearer ya29.tok" for r in server.requests)
 
@@ -119,7 +150,11 @@ async def test_quota_exceeded_backs_off_exponentially_then_resumes_without_loss(
         poller = chat(server, t=t, backoff_s=10.0, max_backoff_s=25.0)
         pages = await collect(poller)
     backoffs = [(why, w) for why, w in poller.waits if why.startswith("backoff")]
-    assert backoffs == [("backoff:quotaExceeded", 10.0), ("backoff:rateLimitExceeded", 20.0), ("backoff:backendError", 25.0)]
+    assert backoffs == [
+        ("backoff:quotaExceeded", 10.0),
+        ("backoff:rateLimitExceeded", 20.0),
+        ("backoff:backendError", 25.0),
+    ]
     assert [c.id for p in pages for c in p] == ["m1", "m2", "m3", "m4"]
     assert poller.end_reason == "offline"
 
@@ -179,8 +214,13 @@ async def test_a_chat_that_ends_with_liveChatEnded_stops_cleanly() -> None:
     assert len(got) == 1 and poller.end_reason == "liveChatEnded"
 
 
-@pytest.mark.parametrize(("chat_id", "ended_at", "reason"), [(None, None, "no_active_live_chat"), (None, "2026-11-30T12:00:00Z", "stream_ended")])
-async def test_a_video_without_an_active_chat_yields_nothing(chat_id: str | None, ended_at: str | None, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("chat_id", "ended_at", "reason"),
+    [(None, None, "no_active_live_chat"), (None, "2026-11-30T12:00:00Z", "stream_ended")],
+)
+async def test_a_video_without_an_active_chat_yields_nothing(
+    chat_id: str | None, ended_at: str | None, reason: str
+) -> None:
     with FakeYouTubeServer([], chat_id=chat_id, ended_at=ended_at) as server:
         poller = chat(server)
         assert await collect(poller) == []
@@ -211,27 +251,9 @@ def test_no_credential_names_both_settings() -> None:
 # --- through a real nats-server -------------------------------------------------------------
 
 
-async def stored(url: str) -> tuple[list[CommentV1], list[AnswerV1]]:
-    nc = await nats.connect(url)
-    js = nc.jetstream()
-    comments, answers = [], []
-    for stream, subject, model, out in (
-        (subjects.STREAM_COMMENTS, subjects.COMMENT, CommentV1, comments),
-        (subjects.STREAM_ANSWERS, subjects.answer("dropped"), AnswerV1, answers),
-    ):
-        last = (await js.stream_info(stream)).state.last_seq
-        for seq in range(1, last + 1):
-            try:
-                msg = await js.get_msg(stream, seq)
-            except nats.js.errors.NotFoundError:
-                continue
-            if msg.subject == subject:
-                out.append(model.model_validate_json(msg.data))
-    await nc.close()
-    return comments, answers
-
-
-async def run_once(settings: Settings, url: str, server: FakeYouTubeServer, t: FakeTime) -> tuple[YouTubeLiveChat, list[dict[str, Any]]]:
+async def run_once(
+    settings: Settings, url: str, server: FakeYouTubeServer, t: FakeTime
+) -> tuple[YouTubeLiveChat, list[dict[str, Any]]]:
     pollers: list[YouTubeLiveChat] = []
 
     def source(js: Any) -> Any:
@@ -252,8 +274,11 @@ async def run_once(settings: Settings, url: str, server: FakeYouTubeServer, t: F
 def yt_settings(settings: Settings, server: FakeYouTubeServer) -> Settings:
     return settings.model_copy(
         update={
-            "youtube_base_url": server.url, "youtube_api_key": SecretStr(KEY), "youtube_min_poll_s": 0.0,
-            "youtube_quota_per_day": 10_000_000, "author_salt": None,
+            "youtube_base_url": server.url,
+            "youtube_api_key": SecretStr(KEY),
+            "youtube_min_poll_s": 0.0,
+            "youtube_quota_per_day": 10_000_000,
+            "author_salt": None,
         }
     )
 
@@ -263,7 +288,12 @@ async def test_every_message_is_published_once_with_hashed_authors(nats_url: str
         s = yt_settings(settings, server)
         poller, lines = await run_once(s, nats_url, server, FakeTime())
     assert poller.end_reason == "offline"
-    assert {line["comment_id"]: line["status"] for line in lines} == {"m1": "admitted", "m2": "dropped", "m3": "admitted", "m4": "admitted"}
+    assert {line["comment_id"]: line["status"] for line in lines} == {
+        "m1": "admitted",
+        "m2": "dropped",
+        "m3": "admitted",
+        "m4": "admitted",
+    }
     comments, answers = await stored(nats_url)
     assert sorted(c.comment_id for c in comments) == ["m1", "m3", "m4"]
     assert [a.comment_id for a in answers] == ["m2"] and answers[0].reason.startswith("not_a_question")
@@ -274,7 +304,9 @@ async def test_every_message_is_published_once_with_hashed_authors(nats_url: str
         assert "UCaaaaaaaa" not in c.model_dump_json() and "UCbbbbbbbb" not in c.model_dump_json()
 
 
-async def test_a_restart_resumes_from_the_stored_page_token_without_duplicates(nats_url: str, settings: Settings) -> None:
+async def test_a_restart_resumes_from_the_stored_page_token_without_duplicates(
+    nats_url: str, settings: Settings
+) -> None:
     chat_pages = [
         {"items": [text_message("m1", "保育料っていくら？")], "pollingIntervalMillis": 1000},
         {"items": [text_message("m2", "バス代はいくら？")], "pollingIntervalMillis": 1000},
@@ -326,6 +358,63 @@ async def test_a_page_read_twice_after_a_crash_is_stored_once(nats_url: str, set
                 await kv.delete(key)
         await nc.close()
         _, lines = await run_once(s, nats_url, server, FakeTime())
-    assert {line["comment_id"]: line["status"] for line in lines} == {"m1": "resend", "m2": "resend", "m3": "resend", "m4": "resend"}
+    assert {line["comment_id"]: line["status"] for line in lines} == {
+        "m1": "resend",
+        "m2": "resend",
+        "m3": "resend",
+        "m4": "resend",
+    }
     comments, answers = await stored(nats_url)
     assert sorted(c.comment_id for c in comments) == ["m1", "m3", "m4"] and [a.comment_id for a in answers] == ["m2"]
+
+
+# --- moderation: deleted messages and banned viewers -----------------------------------------
+
+
+def test_deleted_messages_and_banned_viewers_become_moderation_events_and_members_are_flagged() -> None:
+    troll = "UC" + "t" * 22
+    sponsor = text_message("m1", "保育料は？")
+    sponsor["authorDetails"]["isChatSponsor"] = True
+    items = [
+        sponsor,
+        message_deleted("d1", "m0"),
+        user_banned("b1", troll, name="troll"),
+        user_banned("b2", troll, duration_s=300),
+        {"id": "broken", "snippet": {"type": "userBannedEvent", "userBannedDetails": {}}},
+    ]
+    comments, _ = parse_messages(items)
+    assert [(c.id, c.member) for c in comments] == [("m1", True)]  # moderation items are not comments
+    deleted, banned, timed = parse_moderation(items)  # the malformed ban is skipped
+    assert (deleted.action, deleted.comment_id, deleted.id) == ("message_deleted", "m0", "d1")
+    assert (banned.action, banned.author_id, banned.author, banned.ban_type) == (
+        "user_banned",
+        troll,
+        "troll",
+        "permanent",
+    )
+    assert (timed.ban_type, timed.ban_duration_s) == ("temporary", 300)
+
+
+async def test_moderation_events_reach_the_bus_naming_the_viewer_as_their_comments_do(
+    nats_url: str, settings: Settings
+) -> None:
+    troll = "UC" + "t" * 22
+    chat_pages = [
+        {
+            "items": [text_message("m1", "保育料っていくら？", channel=troll, name="荒らし")],
+            "pollingIntervalMillis": 1000,
+        },
+        {"items": [message_deleted("d1", "m1"), user_banned("b1", troll)], "pollingIntervalMillis": 1000},
+        {"items": [event("end", "chatEndedEvent")], "offlineAt": "2026-11-30T12:00:00Z"},
+    ]
+    with FakeYouTubeServer(chat_pages) as server:
+        _, lines = await run_once(yt_settings(settings, server), nats_url, server, FakeTime())
+    assert [line["status"] for line in lines] == ["admitted", "moderation", "moderation"]
+    assert [line["reason"] for line in lines[1:]] == ["message_deleted", "user_banned"]
+    (comment,), _ = await stored(nats_url)
+    assert comment.author_name == "荒らし" and comment.author.startswith("ch_")
+    events = [ModerationV1.model_validate(m["data"]) for m in await read_all(nats_url, subjects.MODERATION_ALL)]
+    deleted, banned = events
+    assert (deleted.action, deleted.comment_id, deleted.source) == ("message_deleted", "m1", "youtube")
+    assert banned.action == "user_banned" and banned.author == comment.author  # the same salted hash
+    assert troll not in banned.model_dump_json()

@@ -6,21 +6,18 @@ The in-memory bus (and why inputs carry a ``$JS.ACK...`` reply subject) is
 tests/services/bus_harness.py.
 """
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from kotae.contracts import AnswerV1, CommentV1, Evidence, FaqEvidence, RerankV1, RetrievalV1, subjects
-from kotae.services.reranker.handlers import build_router
+from kotae.contracts import AnswerV1, RerankV1, subjects
+from kotae.services.reranker import STAGE as RERANKER
 from kotae.settings import Settings, load_settings
-
+from tests.factories import FAQ, evidence, retrieval
 from tests.services.bus_harness import POISON, StageHarness
 
 STAGE = "reranker"
-HARNESS = StageHarness(
-    STAGE, subjects.RETRIEVAL, build_router, outputs=(subjects.RERANK, subjects.ANSWER_ALL, subjects.DEADLETTER_ALL)
-)
+HARNESS = StageHarness(RERANKER)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -29,38 +26,6 @@ HARNESS = StageHarness(
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(data_dir=tmp_path, inflight=1)
-
-
-def comment(comment_id: str = "c-1") -> CommentV1:
-    return CommentV1(
-        comment_id=comment_id,
-        stream_id="stream-1",
-        author="viewer",
-        text="保育料っていくらになるの",
-        normalized="保育料っていくらになるの",
-        published_at=datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc),
-    )
-
-
-def evidence(i: int, slide: int | str | None) -> Evidence:
-    # Scores deliberately not in order: the reranker keeps retrieval's order, not the scores'.
-    return Evidence(doc_id=f"doc-{i}", chunk_id=f"doc-{i}#0", title=f"doc {i}", text=f"本文{i}。", slide=slide, lang="ja", score=0.1 * (i % 3))
-
-
-FAQ = FaqEvidence(faq_id="faq-childcare-fee", question="保育料はいくらになりますか？", answer="月額1万5千円が上限です。", slide=9, lang="ja", score=0.7)
-
-
-def retrieval(docs: list[Evidence], faq: list[FaqEvidence], comment_id: str = "c-1") -> RetrievalV1:
-    return RetrievalV1(
-        comment_id=comment_id,
-        stream_id="stream-1",
-        comment=comment(comment_id),
-        gate="answer",
-        top_score=0.8,
-        docs=docs,
-        faq=faq,
-        method="bm25",
-    )
 
 
 # --- tests ------------------------------------------------------------------------------

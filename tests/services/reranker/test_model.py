@@ -14,11 +14,14 @@ from faststream.nats import TestNatsBroker
 
 from kotae.contracts import AnswerV1, Evidence, RerankV1, subjects
 from kotae.knowledge.embeddings import embedder_for
+from kotae.services.reranker import STAGE as RERANKER
 from kotae.services.reranker.logic import embedding_rescore, read_ids, rescore_scores
 from kotae.settings import Settings, load_settings
-
+from tests.factories import FAQ, evidence, retrieval
 from tests.fakes.model_server import FakeModelServer
-from tests.services.reranker.test_handlers import FAQ, HARNESS, evidence, retrieval
+from tests.services.bus_harness import StageHarness
+
+HARNESS = StageHarness(RERANKER)
 
 DOCS = [evidence(i, slide) for i, slide in enumerate([7, 3, "appendix", 1])]
 
@@ -55,7 +58,7 @@ async def test_unknown_and_repeated_ids_are_dropped_and_faq_can_be_picked(tmp_pa
     with FakeModelServer('{"ids": [9, 5, 2, 2, "1", 0]}') as fake:
         out = await HARNESS.only_output(model_settings(tmp_path, fake), retrieval(DOCS, [FAQ]))
     rerank = RerankV1.model_validate(out.body)
-    assert [d.doc_id for d in rerank.docs] == ["doc-1"]
+    assert [d.doc_id for d in rerank.docs] == ["doc-1", "doc-0"]  # "1" is block 1, as a small model writes it
     assert rerank.faq == [FAQ]
 
 
@@ -102,26 +105,39 @@ async def test_on_the_last_delivery_an_unavailable_model_degrades_instead(tmp_pa
         broker, wire = HARNESS.stage_broker(settings)
         async with TestNatsBroker(broker) as br:
             payload = retrieval(DOCS, []).model_dump_json().encode()
-            await br.publish(payload, subjects.RETRIEVAL, stream=HARNESS.in_stream, headers={"content-type": "application/json"},
-                             reply_to=HARNESS.js_reply(1, delivered=3))
+            await br.publish(
+                payload,
+                subjects.RETRIEVAL,
+                stream=HARNESS.in_stream,
+                headers={"content-type": "application/json"},
+                reply_to=HARNESS.js_reply(1, delivered=3),
+            )
     rerank = RerankV1.model_validate(wire.only().body)
     assert rerank.degraded and "unavailable" in (rerank.degraded_reason or "")
     assert [d.doc_id for d in rerank.docs] == ["doc-0", "doc-1", "doc-2"]
 
 
 @pytest.mark.parametrize(
-    ("text", "ids"), [('{"ids": [2]}', [2]), ('```json\n{"ids": []}\n```', []), ('{"ids": [1, "x"]}', [1, "x"])]
+    ("text", "ids"),
+    [
+        ('{"ids": [2]}', [2]),
+        ('```json\n{"ids": []}\n```', []),
+        ('{"ids": [1, "x"]}', [1]),
+        ('{"ids": 2}', [2]),
+        ("[2, 1]", [2, 1]),
+        ('{"ids": ["3", "[1]"]}', [3, 1]),
+    ],
 )
-def test_read_ids(text: str, ids: list[object]) -> None:
-    assert read_ids(text) == ids
+def test_read_ids(text: str, ids: list[int]) -> None:
+    assert read_ids(text, 4) == ids
 
 
-@pytest.mark.parametrize("text", ['{"id": 2}', '{"ids": 2}', "[2, 1]", "none"])
+@pytest.mark.parametrize("text", ['{"id": 2}', "none", '{"ids": ["x"]}', '{"ids": [7, 8]}'])
 def test_read_ids_refuses_other_shapes(text: str) -> None:
     from kotae.providers import BadReply
 
     with pytest.raises(BadReply):
-        read_ids(text)
+        read_ids(text, 4)
 
 
 # --- offline: rescoring with the embedding model -------------------------------------
@@ -156,4 +172,7 @@ async def test_the_offline_rescoring_is_named_in_what_the_stage_publishes(tmp_pa
     out = await HARNESS.only_output(settings, retrieval(DOCS, [FAQ]))
     rerank = RerankV1.model_validate(out.body)
     assert rerank.method == "embedding_rescore" and rerank.model_calls == []
-    assert json.loads(out.body if isinstance(out.body, str) else json.dumps(out.body))["methods"]["reranker"] == "embedding_rescore"
+    assert (
+        json.loads(out.body if isinstance(out.body, str) else json.dumps(out.body))["methods"]["reranker"]
+        == "embedding_rescore"
+    )

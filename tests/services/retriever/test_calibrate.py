@@ -108,7 +108,9 @@ def test_rates_of_an_empty_set_are_zero() -> None:
 def test_calibrating_on_the_sample_questions(tmp_path: Path) -> None:
     settings = load_settings(data_dir=tmp_path)
     load_knowledge_base(load_records(SAMPLES / "kb"), "default", settings)
-    questions = [json.loads(line) for line in (SAMPLES / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    questions = [
+        json.loads(line) for line in (SAMPLES / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line
+    ]
     retriever = Retriever(settings)
     try:
         answerable, offtopic = scores_for(retriever, questions, "default", STREAM_DAY)

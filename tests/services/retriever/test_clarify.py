@@ -1,6 +1,6 @@
 """The clarify round trip's pure parts: picking the candidates a reply names, and the KV key.
 
-``pick_candidates`` lives in ``kotae.services.retriever.clarify``; the pending
+``pick_candidates`` and ``pick_faq`` live in ``kotae.services.retriever.clarify``; the pending
 ask-back, its key and its store in ``kotae.clarify`` (ingest reads it too). The
 store against a real nats-server is exercised in ``test_handlers.py``.
 """
@@ -15,21 +15,32 @@ from nats.js.errors import KeyNotFoundError
 
 from kotae.clarify import ClarifyStore, PendingClarify, key_for
 from kotae.contracts import Evidence, FaqEvidence
-from kotae.services.retriever.clarify import pick_candidates
+from kotae.services.retriever.clarify import pick_candidates, pick_faq
 
 BUS = Evidence(
-    doc_id="bus-fare-2027", chunk_id="bus-fare-2027#1", title="公共交通：コミュニティバス運賃と新路線",
-    text="市のコミュニティバス「みなとループ」の運賃を、大人1回150円にします。", score=0.40,
+    doc_id="bus-fare-2027",
+    chunk_id="bus-fare-2027#1",
+    title="公共交通：コミュニティバス運賃と新路線",
+    text="市のコミュニティバス「みなとループ」の運賃を、大人1回150円にします。",
+    score=0.40,
 )
 CHILDCARE = Evidence(
-    doc_id="childcare-2027", chunk_id="childcare-2027#1", title="子育て支援：保育料と待機児童ゼロ",
-    text="0〜2歳児の保育料は、月額1万5千円を上限にします。", score=0.21,
+    doc_id="childcare-2027",
+    chunk_id="childcare-2027#1",
+    title="子育て支援：保育料と待機児童ゼロ",
+    text="0〜2歳児の保育料は、月額1万5千円を上限にします。",
+    score=0.21,
 )
 DISASTER = Evidence(
-    doc_id="disaster-2027", chunk_id="disaster-2027#1", title="防災：避難所の拡充と防災アプリ",
-    text="指定避難所を80か所に増やします。", score=0.20,
+    doc_id="disaster-2027",
+    chunk_id="disaster-2027#1",
+    title="防災：避難所の拡充と防災アプリ",
+    text="指定避難所を80か所に増やします。",
+    score=0.20,
 )
-PENDING = PendingClarify(comment_id="c-7", question="いくらになるんですか？", kb="default", docs=[BUS, CHILDCARE, DISASTER])
+PENDING = PendingClarify(
+    comment_id="c-7", question="いくらになるんですか？", kb="default", docs=[BUS, CHILDCARE, DISASTER]
+)
 
 # NATS KV keys: letters, digits and - / _ = . only, no leading or trailing dot.
 KV_KEY = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
@@ -90,6 +101,21 @@ def test_nothing_is_picked_without_candidates() -> None:
 
 def test_the_docstring_example_picks_the_bus_policy() -> None:
     assert picked("バスの方") == ["bus-fare-2027"]
+
+
+# --- pick_faq ------------------------------------------------------------------------------
+
+BUS_FAQ = FaqEvidence(faq_id="faq-bus", question="バスの運賃はいくら？", answer="大人1回150円です。", score=0.5)
+LUNCH_FAQ = FaqEvidence(faq_id="faq-lunch", question="給食費は無料になる？", answer="小中学校の給食費を無料にします。")
+WITH_FAQ = PENDING.model_copy(update={"faq": [LUNCH_FAQ, BUS_FAQ]})
+
+
+def test_a_reply_keeps_only_the_faq_of_the_topic_it_picks() -> None:
+    # The ask-back stored the FAQ of every topic it offered; the reply about the bus must not
+    # bring the school-lunch entry along to be quoted as the answer.
+    assert [f.faq_id for f in pick_faq("バスのほうです", WITH_FAQ)] == ["faq-bus"]
+    assert [f.faq_id for f in pick_faq("給食費の方", WITH_FAQ)] == ["faq-lunch"]
+    assert pick_faq("防災アプリ", WITH_FAQ) == []
 
 
 # --- key_for ------------------------------------------------------------------------------

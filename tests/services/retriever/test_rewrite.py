@@ -13,7 +13,6 @@ from kotae.providers import ChatModel, ModelSpecError, ModelUnavailable
 from kotae.services.retriever.logic import Retriever
 from kotae.services.retriever.rewrite import QueryRewriter, load_prompt
 from kotae.settings import Settings
-
 from tests.fakes.model_server import FakeModelServer
 
 DAY = date(2026, 11, 30)
@@ -45,7 +44,11 @@ def test_with_a_model_the_rewrite_is_searched_too_and_recorded(indexed: Settings
 def test_the_anthropic_path_speaks_the_messages_api(indexed: Settings) -> None:
     with FakeModelServer("保育料の上限はいくらですか") as fake:
         settings = indexed.model_copy(
-            update={"rewrite_model": "anthropic:claude-test", "anthropic_base_url": fake.url, "anthropic_api_key": SecretStr("k")}
+            update={
+                "rewrite_model": "anthropic:claude-test",
+                "anthropic_base_url": fake.url,
+                "anthropic_api_key": SecretStr("k"),
+            }
         )
         result = Retriever(settings).retrieve("保育料って？", kb="default", day=DAY)
     assert result.query == "保育料の上限はいくらですか"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kotae.answer_slot import SLOT_MARGIN, SLOT_WEIGHTS
 from kotae.contracts import Evidence
-from kotae.services.verifier.alignment import SLOT_MARGIN, SLOT_WEIGHTS, align, slot_places
+from kotae.services.verifier.alignment import align, slot_places
 from kotae.services.verifier.logic import verify
 
 TSUYU = Evidence(
@@ -191,7 +192,9 @@ def test_without_the_question_a_bare_answer_is_only_checked_for_presence() -> No
 
 def test_a_verdict_carries_the_findings_behind_its_reasons() -> None:
     v = check("梅雨は、北海道と沖縄を除く日本でみられる[1]。")
-    assert [(f.cls, f.term, f.block, f.claim) for f in v.findings] == [(1, "沖縄", 1, "梅雨は、北海道と沖縄を除く日本でみられる。")]
+    assert [(f.cls, f.term, f.block, f.claim) for f in v.findings] == [
+        (1, "沖縄", 1, "梅雨は、北海道と沖縄を除く日本でみられる。")
+    ]
     assert check("梅雨は、北海道と小笠原諸島を除く日本でみられる[1]。").findings == []
 
 

@@ -6,21 +6,19 @@ The in-memory bus (and why inputs carry a ``$JS.ACK...`` reply subject) is
 tests/services/bus_harness.py.
 """
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from kotae.citations import citation_check, strip_markers
-from kotae.contracts import AnswerV1, Citation, CommentV1, DraftV1, Evidence, subjects
-from kotae.services.verifier.handlers import build_router
-from kotae.services.verifier.logic import SAFE_REPLY
+from kotae.contracts import AnswerV1, subjects
+from kotae.services.verifier import STAGE as VERIFIER
+from kotae.services.verifier.logic import NOT_FOUND, SAFE_REPLY
 from kotae.settings import Settings, load_settings
-
+from tests.factories import FAITHFUL, draft
 from tests.services.bus_harness import POISON, StageHarness
 
 STAGE = "verifier"
-HARNESS = StageHarness(STAGE, subjects.DRAFT, build_router, outputs=(subjects.ANSWER_ALL, subjects.DEADLETTER_ALL))
+HARNESS = StageHarness(VERIFIER)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -31,47 +29,7 @@ def settings(tmp_path: Path) -> Settings:
     return load_settings(data_dir=tmp_path, inflight=1)
 
 
-CHILDCARE = Evidence(
-    doc_id="childcare-2027",
-    chunk_id="childcare-2027#a",
-    title="子育て支援：保育料と待機児童ゼロ",
-    text=(
-        "子育て支援：保育料と待機児童ゼロ\n"
-        "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。"
-        "第2子以降の保育料は無料にします。"
-    ),
-    source="政策集2027 p.4",
-    slide=4,
-    lang="ja",
-    score=0.9,
-)
-FAITHFUL = "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします[1]。"
 CHANGED_NUMBER = "0〜2歳児の保育料は、世帯の所得にかかわらず月額2万5千円を上限にします[1]。"
-
-
-def draft(answer: str, comment_id: str = "c-1") -> DraftV1:
-    question = "保育料っていくらになるの"
-    comment = CommentV1(
-        comment_id=comment_id,
-        stream_id="stream-1",
-        author="viewer",
-        text=question,
-        normalized=question,
-        published_at=datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc),
-    )
-    return DraftV1(
-        comment_id=comment_id,
-        stream_id="stream-1",
-        comment=comment,
-        docs=[CHILDCARE],
-        answer=answer,
-        speech=strip_markers(answer),
-        citations=[Citation(n=1, doc_id=CHILDCARE.doc_id, chunk_id=CHILDCARE.chunk_id, source=CHILDCARE.source, slide=4)],
-        slide=4,
-        citation_check=citation_check(answer, 1),
-        method="extractive",
-        methods={"retriever": "bm25", "reranker": "keep_top_n", "generator": "extractive"},
-    )
 
 
 # --- tests ------------------------------------------------------------------------------
@@ -90,8 +48,23 @@ async def test_faithful_draft_is_verified(settings: Settings) -> None:
     assert answer.docs == d.docs
     assert answer.slide == 4
     assert answer.draft is None
+    assert answer.decided_by == "offline"
     assert answer.methods == {**d.methods, "verifier": answer.methods["verifier"]}
-    assert out.headers["Nats-Msg-Id"] == f"c-1:{d.comment.message_id}:{STAGE}:{subjects.ANSWER_PREFIX}"  # one id for any outcome
+    assert (
+        out.headers["Nats-Msg-Id"] == f"c-1:{d.comment.message_id}:{STAGE}:{subjects.ANSWER_PREFIX}"
+    )  # one id for any outcome
+
+
+async def test_a_grounded_draft_that_misses_the_question_ends_unanswered(settings: Settings) -> None:
+    """Asked how much the fee is, a supported sentence without an amount is no answer: not_found."""
+    off_point = "2028年4月までに認可保育所を12か所新設し、定員を840人増やします[1]。"
+    out = await HARNESS.only_output(settings, draft(off_point))
+    assert out.subject == subjects.answer("unanswered")
+    answer = AnswerV1.model_validate(out.body)
+    assert answer.outcome == "unanswered" and answer.verdict is None
+    assert answer.reason.startswith("not_found: ") and "an amount" in answer.reason
+    assert answer.answer == NOT_FOUND["ja"] and answer.draft == off_point
+    assert answer.decided_by == "offline"
 
 
 async def test_draft_with_a_changed_number_is_rejected_with_the_safe_reply(settings: Settings) -> None:

@@ -14,7 +14,13 @@ JA = Evidence(
     text="0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。第2子以降の保育料は無料にします。",
     lang="ja",
 )
-BUS = Evidence(doc_id="bus-fare-2027", chunk_id="bus#a", title="バス", text="市のコミュニティバスの運賃を、大人1回150円にします。", lang="ja")
+BUS = Evidence(
+    doc_id="bus-fare-2027",
+    chunk_id="bus#a",
+    title="バス",
+    text="市のコミュニティバスの運賃を、大人1回150円にします。",
+    lang="ja",
+)
 EN = Evidence(
     doc_id="bus-fare-2027-en",
     chunk_id="bus-en#a",
@@ -22,21 +28,34 @@ EN = Evidence(
     text="A ride on the Minato Loop community bus will cost adults a flat 150 yen. Children of elementary-school age or younger ride free.",
     lang="en",
 )
-FAQ = FaqEvidence(faq_id="faq-lunch", question="給食費は無料になりますか？", answer="はい、給食費を2027年9月から無料にします。", lang="ja")
+FAQ = FaqEvidence(
+    faq_id="faq-lunch",
+    question="給食費は無料になりますか？",
+    answer="はい、給食費を2027年9月から無料にします。",
+    lang="ja",
+)
 
 
 # --- passes ---------------------------------------------------------------------------
 
 
 def test_faithful_japanese_answer_passes() -> None:
-    v = verify("0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします[1]。第2子以降の保育料は無料にします[1]。", [JA], [])
+    v = verify(
+        "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします[1]。第2子以降の保育料は無料にします[1]。",
+        [JA],
+        [],
+    )
     assert v.verdict == 0 and v.passed
     assert v.reasons == []
     assert v.method == "citation_and_support"
 
 
 def test_faithful_english_answer_passes() -> None:
-    v = verify("A ride on the Minato Loop community bus will cost adults a flat 150 yen[1]. Children of elementary-school age or younger ride free[1].", [EN], [])
+    v = verify(
+        "A ride on the Minato Loop community bus will cost adults a flat 150 yen[1]. Children of elementary-school age or younger ride free[1].",
+        [EN],
+        [],
+    )
     assert v.verdict == 0 and v.passed
 
 

@@ -14,16 +14,22 @@ import pytest
 from faststream.nats import TestNatsBroker
 
 from kotae.contracts import AnswerV1, subjects
+from kotae.services.verifier import STAGE as VERIFIER
 from kotae.services.verifier.logic import SAFE_REPLY
 from kotae.services.verifier.model import read_verdict
 from kotae.settings import Settings, load_settings
-
+from tests.factories import FAITHFUL, draft
 from tests.fakes.model_server import FakeModelServer
-from tests.services.verifier.test_handlers import FAITHFUL, HARNESS, draft
+from tests.services.bus_harness import StageHarness
+
+HARNESS = StageHarness(VERIFIER)
 
 PASS = json.dumps({"verdict": 0, "findings": []})
 CONTRADICTS = json.dumps(
-    {"verdict": 1, "findings": [{"sentence": "…", "claim": "月額2万5千円", "evidence": "[1]", "problem": "資料では1万5千円"}]}
+    {
+        "verdict": 1,
+        "findings": [{"sentence": "…", "claim": "月額2万5千円", "evidence": "[1]", "problem": "資料では1万5千円"}],
+    }
 )
 
 
@@ -39,7 +45,8 @@ async def test_a_clean_verdict_verifies_and_the_model_saw_evidence_and_draft(tmp
     answer = AnswerV1.model_validate(out.body)
     assert answer.outcome == "verified" and answer.verdict == 0
     assert answer.methods["verifier"] == "model"
-    assert answer.model_calls[-1].stage == "verifier" and answer.model_calls[-1].prompt_version == "verify.v1"
+    assert answer.model_calls[-1].stage == "verifier" and answer.model_calls[-1].prompt_version == "verify.v2"
+    assert answer.decided_by == "model"
     assert all(c.doc_id == "childcare-2027" for c in answer.citations)
     body = fake.requests[0]["body"]
     assert body["response_format"] == {"type": "json_object"}
@@ -91,8 +98,13 @@ async def test_model_faults_never_verify_retries_then_reject(tmp_path: Path, fau
                 assert [s.subject for s in wire.seen] == [subjects.answer("rejected")]
             else:
                 assert wire.seen == []  # unavailable: nacked for a later delivery
-                await br.publish(payload, subjects.DRAFT, stream=HARNESS.in_stream,
-                                 headers={"content-type": "application/json"}, reply_to=HARNESS.js_reply(1, delivered=2))
+                await br.publish(
+                    payload,
+                    subjects.DRAFT,
+                    stream=HARNESS.in_stream,
+                    headers={"content-type": "application/json"},
+                    reply_to=HARNESS.js_reply(1, delivered=2),
+                )
     published = [s.subject for s in wire.seen]
     assert subjects.answer("verified") not in published
     answers = [AnswerV1.model_validate(s.body) for s in wire.seen if s.subject.startswith(subjects.ANSWER_PREFIX)]
@@ -109,7 +121,9 @@ def test_read_verdict(text: str, verdict: int) -> None:
     assert got == verdict and (verdict == 0) == (reasons == [])
 
 
-@pytest.mark.parametrize("text", ['{"verdict": 4}', '{"verdict": true}', '{"findings": []}', '{"verdict": 0, "findings": "x"}', "ok"])
+@pytest.mark.parametrize(
+    "text", ['{"verdict": 4}', '{"verdict": true}', '{"findings": []}', '{"verdict": 0, "findings": "x"}', "ok"]
+)
 def test_read_verdict_refuses_anything_else(text: str) -> None:
     from kotae.providers import BadReply
 

@@ -1,0 +1,458 @@
+"""What a question is about: the terms it asks about, and the kind of answer it asks for.
+
+An answer can be supported by its evidence and still not answer the question (seed 004 keeps
+*supported* apart from *relevant*): asked when the new bus line opens, a sentence about the
+bus line's route is grounded and says nothing about when. The focus of a question is what an
+answer must address:
+
+- the **kind** of answer asked for: when → a date or time, where → a place, who → a person,
+  how much → an amount, how many → a count, a yes/no question → a statement about the very
+  thing asked. A wh-word (いつ, どこ, いくら, 何人, when, how much …) makes the kind explicit; a
+  bare keyword whose last word names a kind (送料, 投票日, 会場) only implies it;
+- the **terms** it asks about: its noun phrases (names, compounds, katakana words, common
+  nouns), less the words of asking (wh-words, 教えて, formal nouns) and the nouns that only
+  name the kind (料金 of "料金はいくら"). Each term keeps its forms, the short units of a
+  compound, and its reading, so 補聴器 meets ほちょうき.
+
+Example::
+
+    >>> focus = question_focus("ドクターヘリって1回飛ぶといくらかかるの？")
+    >>> focus.kinds, focus.explicit
+    (('amount',), True)
+    >>> [t.text for t in focus.terms]
+    ['ドクターヘリ', '1']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from kotae.knowledge.text import is_japanese, normalize
+from kotae.sentence_analysis import Analysis, Term, analyse, katakana, short_units
+
+#: What each kind of answer is, as a reason says it.
+KIND_NAMES = {
+    "time": "a date or time",
+    "place": "a place",
+    "person": "a person",
+    "amount": "an amount",
+    "count": "a count",
+    "quantity": "a number",
+}
+
+# Wh-words and question phrases that make the kind explicit, most specific first.
+_ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("amount", re.compile(r"いくら|幾ら|何円|なんえん|how much|what does it cost|price of|cost of", re.I)),
+    (
+        "count",
+        re.compile(
+            r"(何|なん)(人|か所|カ所|ヶ所|箇所|個|台|本|回|件|基|校|社|店|床|枚|倍|名|種類|冊|匹|頭|羽|割|パーセント|%)"
+            r"|いくつ|幾つ|how many|number of",
+            re.I,
+        ),
+    ),
+    (
+        "time",
+        re.compile(
+            r"いつ|何時|なんじ|何日|なんにち|何月|なんがつ|何曜|なんよう|何年|なんねん|何時頃|何時ごろ"
+            r"|\bwhen\b|what time|what date|what day|which day|how long|until when|by when",
+            re.I,
+        ),
+    ),
+    ("place", re.compile(r"どこ|何処|どちらで|どちらに|どちらへ|\bwhere\b|which (?:shop|store|place|city|town)", re.I)),
+    ("person", re.compile(r"誰|だれ|どなた|どちら様|何者|\bwho\b|\bwhom\b|\bwhose\b", re.I)),
+    (
+        "quantity",
+        re.compile(r"どれくらい|どのくらい|どれぐらい|どのぐらい|何%|how (?:long|big|far|old|tall|heavy)", re.I),
+    ),
+)
+# A keyword's last characters that name the kind it is about (送料, 投票日, 会場): implicit kinds.
+_KIND_SUFFIX: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("amount", re.compile(r"(料|代|費|額|賃|税|価格|値段|手数料|料金)$")),
+    ("time", re.compile(r"(日|日程|時間|時期|期限|期間|年度|時刻|日時|締め切り|締切)$")),
+    ("place", re.compile(r"(場所|会場|住所|所在地|窓口)$")),
+    ("count", re.compile(r"(数|人数|定員)$")),
+)
+# Nouns that only name the kind asked for, or the act of asking: an answer need not repeat them.
+_ASKING = {
+    "料金",
+    "値段",
+    "価格",
+    "費用",
+    "金額",
+    "時間",
+    "日時",
+    "日程",
+    "時期",
+    "場所",
+    "人数",
+    "数",
+    "予定",
+    "方法",
+    "理由",
+    "情報",
+    "内容",
+    "詳細",
+    "質問",
+    "答え",
+    "回答",
+    "感じ",
+    "話",
+    "件",
+    "奴",
+    "やつ",
+    "今",
+    "最近",
+    "本当",
+    "ほんと",
+    "マジ",
+    "まじ",
+    "絶対",
+    "結局",
+    "普通",
+    "自分",
+    "私",
+    "僕",
+    "俺",
+    "皆",
+    "みんな",
+    "うち",
+    "貴方",
+    "あなた",
+    "前",
+    "後",
+    "場合",
+    "時",
+    "頃",
+    "ごろ",
+    "辺",
+    "くらい",
+    "ぐらい",
+    "位",
+    "以外",
+    # nouns that only name the category of the answer (「…を何というか」の名称, 人物, 原因)
+    "名前",
+    "名称",
+    "呼称",
+    "略称",
+    "別名",
+    "通称",
+    "人物",
+    "原因",
+    "目的",
+    "手段",
+    "割合",
+    "回数",
+    "長さ",
+    "大きさ",
+    "高さ",
+    "条件",
+    "種類",
+    "言葉",
+    "用語",
+    "出身地",
+    "出身",
+    "年代",
+    "年",
+    "日付",
+    "曜日",
+    # words about the conversation, not its topic (an instruction hidden in a comment is no focus)
+    "指示",
+    "命令",
+    "無視",
+    "発言",
+    "返事",
+    "返信",
+    "コメント",
+    "配信",
+    "プロンプト",
+    "システム",
+    "設定",
+    "ルール",
+    "管理者",
+    "モード",
+    "instruction",
+    "ignore",
+    "previous",
+    "prompt",
+    "system",
+    "rule",
+    "mode",
+    "say",
+    "tell",
+    "reply",
+    "answer",
+    "question",
+    "much",
+    "many",
+    "long",
+    "often",
+    "price",
+    "cost",
+    "fee",
+    "time",
+    "date",
+    "day",
+    "place",
+    "number",
+    "thing",
+    "way",
+}
+_EN_AUX = re.compile(r"^(is|are|was|were|do|does|did|can|could|will|would|should|shall|may|has|have|had)\b", re.I)
+_JA_YESNO_END = re.compile(r"([?？]|か|かな|っけ|の)$")
+
+
+@dataclass(frozen=True)
+class FocusTerm:
+    """One term a question asks about.
+
+    ``forms``: the normalised forms of its words (a compound also gives its short units);
+    ``parts``: its shortest units, in order (the head of a compound last); ``reading``: its
+    katakana reading; ``weight``: 1 for a name or a word of two characters or more (it picks out
+    one thing), 0.6 for a one-character noun (家, 島, 子), which a paraphrase often changes.
+    """
+
+    text: str
+    kind: str
+    forms: frozenset[str]
+    parts: tuple[str, ...]
+    reading: str
+    weight: float
+    kana_runs: tuple[str, ...] = ()  # the long kana spellings it is part of (ほちょうき), as katakana
+
+    @property
+    def specific(self) -> bool:
+        return self.weight >= 1.0
+
+
+@dataclass(frozen=True)
+class QuestionFocus:
+    """The focus of one question: its terms, the kinds of answer it asks for, and whether a
+    wh-word asks for them (``explicit``) or a keyword only implies them."""
+
+    text: str
+    lang: str
+    terms: tuple[FocusTerm, ...]
+    kinds: tuple[str, ...]
+    explicit: bool
+    yes_no: bool
+
+    def describe_kinds(self) -> str:
+        return " and ".join(KIND_NAMES[k] for k in self.kinds)
+
+
+def _kinds(text: str, analysis: Analysis) -> tuple[tuple[str, ...], bool]:
+    kinds = tuple(kind for kind, pattern in _ASKS if pattern.search(text))
+    if kinds:
+        return kinds, True
+    if any(t.wh for t in analysis.tokens):
+        return (), True  # 何, どんな, what: an open question; the terms carry it
+    # A keyword question (送料, 投票日は？): the kind its last noun names.
+    nouns = [t for t in analysis.terms if t.kind != "number"]
+    last = nouns[-1].text if nouns else ""
+    tail = text.rstrip("?？。!！ 　")
+    if last and tail.endswith(("は", "って", "とは")) or last and tail.endswith(last):
+        return tuple(kind for kind, pattern in _KIND_SUFFIX if pattern.search(last))[:1], False
+    return (), False
+
+
+def _yes_no(text: str, lang: str, explicit: bool) -> bool:
+    if explicit:
+        return False
+    if lang == "en":
+        return bool(_EN_AUX.match(text))
+    return bool(_JA_YESNO_END.search(text.rstrip("…!！。 　")))
+
+
+# English nouns that name the kind of answer a "what is the …" question asks for.
+_EN_KIND_NOUN: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "amount",
+        re.compile(
+            r"\b(fare|price|cost|fee|charge|tax|rate|budget|allowance|payment|subsidy|scholarship|salary)s?\b", re.I
+        ),
+    ),
+    ("time", re.compile(r"\b(date|day|deadline|time|hours|schedule|period)s?\b", re.I)),
+    ("place", re.compile(r"\b(place|venue|address|location)s?\b", re.I)),
+)
+
+
+def _english_kinds(text: str) -> tuple[str, ...]:
+    """The kind a "what is the fare …" question implies (no wh-word of its own names one)."""
+    m = re.match(r"(what|what's|whats)\b(\s+is|\s+are)?\s+(the\s+)?(.{0,40})", text, re.I)
+    return tuple(kind for kind, pattern in _EN_KIND_NOUN if m and pattern.search(m.group(4)))[:1]
+
+
+def _runs_over(text: str, term: Term, analysis: Analysis) -> tuple[str, ...]:
+    surface = "".join(t.surface for t in analysis.tokens[term.start : term.end])
+    return tuple(katakana(run) for run in re.findall(r"[ぁ-ゖァ-ヺー]{4,}", text) if surface and surface in run)
+
+
+def _english_terms(chunk: str) -> list[FocusTerm]:
+    """English: each content word is a term (names and numbers too)."""
+    out = []
+    for t in analyse(chunk).tokens:
+        if not t.forms or t.wh or t.forms[0] in _ASKING:
+            continue
+        kind = "number" if t.number else "name" if len(t.pos) > 1 and t.pos[1] == "固有名詞" else "term"
+        weight = 1.0 if kind != "term" or len(t.forms[0]) >= 4 else 0.6
+        out.append(FocusTerm(t.surface, kind, frozenset(t.forms), (t.forms[0],), t.reading, weight))
+    return out
+
+
+# Honorifics a viewer puts after a name; the records never do.
+_HONORIFIC = re.compile(r"(さん|ちゃん|くん|君|様|さま|氏)$")
+
+
+def _focus_terms(chunk: str) -> list[FocusTerm]:
+    if not is_japanese(chunk):
+        return _english_terms(chunk)
+    analysis = analyse(chunk)
+    terms: list[FocusTerm] = []
+    for term in analysis.terms:
+        tokens = analysis.tokens[term.start : term.end]
+        honorific = _HONORIFIC.search(term.text) if len(tokens) > 1 else None
+        if honorific and tokens[-1].surface == honorific.group(0):
+            # みらいさん, みらいちゃん: documents name the person without the viewer's honorific.
+            tokens = tokens[:-1]
+            term = replace(term, text=term.text[: honorific.start()], end=term.end - 1)
+        forms = frozenset(f for t in tokens for f in t.forms)
+        if not forms or term.text in _ASKING or forms <= _ASKING:
+            continue
+        parts = tuple(p for p in short_units(term.text) if p not in _ASKING) or (term.text,)
+        specific = term.kind != "term" or len(term.text) >= 2
+        reading = "".join(t.reading for t in tokens)
+        runs = _runs_over(chunk, term, analysis)
+        terms.append(FocusTerm(term.text, term.kind, forms, parts, reading, 1.0 if specific else 0.6, runs))
+    return terms
+
+
+# Verbs and adjectives of asking, wishing and chatting, not of what is asked about.
+_LIGHT_PREDICATES = {
+    "教える",
+    "知る",
+    "分かる",
+    "聞く",
+    "思う",
+    "欲しい",
+    "貰う",
+    "呉れる",
+    "下さる",
+    "頂く",
+    "良い",
+    "大丈夫",
+    "本当",
+}
+
+
+def _predicates(analysis: Analysis, taken: set[str]) -> list[FocusTerm]:
+    out = []
+    for t in analysis.tokens:
+        if t.pos[0] in ("動詞", "形容詞") and t.forms and t.forms[0] not in taken | _LIGHT_PREDICATES:
+            form = t.forms[0]
+            out.append(FocusTerm(t.surface, "predicate", frozenset(t.forms), (form,), t.reading, 0.6))
+            taken.add(form)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def question_focus(question: str) -> QuestionFocus:
+    """The terms ``question`` asks about and the kinds of answer it asks for."""
+    text = normalize(question)
+    analysis = analyse(text)
+    lang = "ja" if is_japanese(text) else "en"
+    kinds, explicit = _kinds(text, analysis)
+    if lang == "en" and not kinds:
+        kinds = _english_kinds(text)
+    # Keywords typed apart (グミ ゼラチン) are separate terms; English is read whole.
+    chunks = text.split(" ") if lang == "ja" else [text]
+    terms = [t for chunk in chunks if chunk for t in _focus_terms(chunk)]
+    yes_no = _yes_no(text, lang, explicit)
+    if yes_no:
+        # A yes/no question is answered by a statement about its predicate (辞めた, 入れる) too.
+        terms += _predicates(analysis, {f for t in terms for f in t.forms})
+    return QuestionFocus(
+        text=text,
+        lang=lang,
+        terms=tuple(terms),
+        kinds=kinds,
+        explicit=explicit,
+        yes_no=yes_no,
+    )
+
+
+# --- what a sentence holds -----------------------------------------------------------------
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+_FILLS: dict[str, re.Pattern[str]] = {
+    "time": re.compile(
+        r"\d+\s*(年|か月|ヶ月|カ月|月|日|時|曜|営業日|世紀)|\d{1,2}:\d{2}|[(（][月火水木金土日][)）]|紀元|時代|頃|ごろ"
+        r"|午前|午後|正午|毎日|毎週|毎月|毎年|平日|土日|週末|祝日|上旬|中旬|下旬|年末|年始|年度末|今年|来年|今月|来月"
+        r"|今週|来週|当日|前日|翌日|以内"
+        rf"|\b({_MONTHS}|{_DAYS})\b|\b\d+\s*(a\.m\.|p\.m\.|am|pm|days?|weeks?|months?|years?)\b|\b(daily|weekly|today|tomorrow)\b",
+        re.I,
+    ),
+    "amount": re.compile(
+        r"\d[\d,.]*\s*(万|億|千)?\s*(円|ドル|ユーロ|元|ウォン)|[¥$€]\s*\d|\d\s*(yen|dollars?|euros?)\b"
+        r"|無料|無償|タダ|半額|全額|割引|\d+\s*(%|パーセント|割)|\d+分の\d+|\bfree\b|\bhalf\b",
+        re.I,
+    ),
+    "count": re.compile(
+        r"\d|[一二三四五六七八九十百千万]+(つ|人|個|台|本|回|件|か所|カ所|校|名|種類)|\b(one|two|three|four|five|six|seven|eight|nine|ten)\b",
+        re.I,
+    ),
+    "quantity": re.compile(
+        r"\d|[一二三四五六七八九十百千万]+(つ|人|個|台|本|回|件|か所|カ所|校|名|倍|割)|半分|全部|\bhalf\b", re.I
+    ),
+}
+_PLACE_SUFFIX = re.compile(
+    r"(駅|館|場|所|センター|店|港|室|ホール|会場|役場|役所|庁|庁舎|病院|診療所|学校|大学|事務所|窓口|公園|施設|ページ|サイト|アプリ"
+    r"|県|市|町|村|区|島|国|州|通り|ビル|広場|空港|本店|支店|工場|メッセ|スクエア|プラザ|ストア|ショップ)$"
+)
+_PERSON_SUFFIX = re.compile(
+    r"(氏|さん|様|長|者|員|師|医|家|官|王|帝|皇|天皇|将軍|大臣|首相|教授|博士|選手|監督|知事|先生|代表|担当|夫人|卿|公)$"
+)
+
+
+_KANJI_NOUN = re.compile(r"[\u4e00-\u9fff々]{2,}")
+
+
+def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -> bool:
+    """Does ``text`` hold a phrase of the kind of answer ``kind`` (a date, an amount, a place …)?
+
+    A person or a place must be a phrase holding none of ``besides`` (the question's own terms).
+
+    Example::
+
+        >>> holds_kind("time", "2027年10月から2年間試行する。"), holds_kind("amount", "路線バスを増やす。")
+        (True, False)
+    """
+    if kind in _FILLS:
+        return bool(_FILLS[kind].search(normalize(text)))
+    analysis = analyse(text)
+    terms = [t for t in analysis.terms if not any(b in t.text for b in besides)]
+    if kind == "place":
+        for t in terms:
+            tokens = analysis.tokens[t.start : t.end]
+            if t.kind == "org" or any(len(k.pos) > 2 and k.pos[2] == "地名" for k in tokens):
+                return True
+            if t.kind != "number" and _PLACE_SUFFIX.search(t.text):
+                return True
+        return bool(re.search(r"\b(at|in|on|from)\s+(the\s+)?[A-Z]", text))
+    if kind == "person":
+        for t in terms:
+            head = analysis.tokens[t.end - 1]
+            if t.kind == "org" or (t.kind != "number" and _PERSON_SUFFIX.search(t.text)):
+                return True
+            # A name makes a person's phrase (青葉みらい) unless a kanji noun heads it: in
+            # しおかぜ県知事選挙 the name only qualifies an event.
+            proper = len(head.pos) > 1 and head.pos[1] == "固有名詞"
+            if t.kind in ("person", "name") and (proper or not _KANJI_NOUN.fullmatch(head.surface)):
+                return True
+            if re.fullmatch(r"[ァ-ヺー・]{2,}", t.text):  # a foreign name in katakana (レディ)
+                return True
+        return bool(re.search(r"\b[A-Z][a-z]+\s+[A-Z][a-z]+\b", text))
+    return True

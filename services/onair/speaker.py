@@ -1,0 +1,540 @@
+"""The one voice: while this process holds the lease, it decides, synthesises and airs, one answer at a time.
+
+A turn (:meth:`Speaker.run`):
+
+1. **settle** — publish what is already decided: ``withdrawn`` for what was
+   deleted, banned, blocked, rejected or superseded; ``skipped`` for everything
+   once the stream has ended; ``queued`` for what arrived; ``shed`` beyond the
+   backlog limit; and start synthesising the next few (pre-synthesis);
+2. **choose** — :func:`kotae.services.onair.policy.choose`: ``expired`` and
+   ``already_aired`` on the way, then the best-ranked answer that may air;
+3. **air** — wait for its audio (a voice that fails after its retries gives a
+   text-only airing, ``voice_failed``), keep the gap after the previous answer,
+   check once more that it may still air, publish ``started`` (with when its
+   audio ends, by this server's clock), and stay on it until its audio has
+   played — or until it is skipped, withdrawn, or the stream ends;
+4. **quiet chat** — when nothing has waited for ``KOTAE_ONAIR_IDLE_S``, an FAQ
+   entry of the stream's knowledge base that has not aired in this stream.
+
+A speaker that takes over finds what its predecessor left on air without an
+outcome: an answer cut off before its audio ended airs again from the start,
+once (``resumed``, attempt 2); one whose audio had ended is ``finished``.
+Every publish first asks the lease (:class:`kotae.services.onair.lease.Lease`):
+a process that is no longer sure it holds it says nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import re
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from kotae import metrics
+from kotae.citations import strip_markers
+from kotae.contracts import OnAirEventV1
+from kotae.contracts.v1 import Lang
+from kotae.knowledge.records import KBRecord, detect_lang
+from kotae.services.onair.events import EventPublisher, about, about_faq
+from kotae.services.onair.knowledge import KnowledgeView
+from kotae.services.onair.policy import Entry, Policy, choose, ended, to_shed
+from kotae.services.onair.question import shown_question
+from kotae.services.onair.speech import Audio, Synthesizer, VoiceFailed, speech_text
+from kotae.services.onair.state import OnAir, OnAirState, now_utc
+from kotae.services.onair.web import AudioShelf
+
+log = structlog.get_logger("kotae.onair")
+
+#: How fast a text-only answer is read on screen when the voice failed (characters a second).
+READING_RATE: dict[str, float] = {"ja": 8.0, "en": 15.0}
+_FAQ_INTRO: dict[str, str] = {"ja": "よくいただく質問です。", "en": "A question we are often asked. "}
+_QUESTION_JOIN: dict[str, str] = {"ja": "。", "en": ". "}
+
+
+def text_only_ms(text: str, lang: Lang) -> int:
+    """How long a text-only answer stays on air: the time to read it, at least 3 s."""
+    return max(3000, round(len(text) / READING_RATE.get(lang, 8.0) * 1000))
+
+
+def audio_id(key: str, attempt: int) -> str:
+    """The id in an audio URL: stable for one airing, and safe in a path."""
+    return hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest()[:20]
+
+
+def on_air(
+    text: str, now: datetime, length_ms: int, audio: Audio | None, aid: str, voice_failed: str | None
+) -> dict[str, Any]:
+    """The fields of a ``started`` event: what is said, until when by the server's clock, and its audio."""
+    return {
+        "speech": text,
+        "started_at": now,
+        "ends_at": now + timedelta(milliseconds=length_ms),
+        "audio_ms": audio.duration_ms if audio else None,
+        "audio_url": f"/audio/{aid}.wav" if audio else None,
+        "voice": audio.voice if audio else None,
+        "reason": voice_failed,
+    }
+
+
+class Speaker:
+    """Speaks for one stream while ``lease.held`` (see the module docstring).
+
+    Example::
+
+        speaker = Speaker(state, publisher, synthesizer, lease, KnowledgeView(settings.kb_dir), shelf, settings)
+        await speaker.run(stopping)        # returns when stopping is set or the lease is lost
+    """
+
+    def __init__(
+        self,
+        state: OnAirState,
+        publisher: EventPublisher,
+        speech: Synthesizer,
+        holds: Callable[[], bool],
+        kb: KnowledgeView,
+        audio: AudioShelf,
+        settings: object,
+        *,
+        clock: Callable[[], datetime] = now_utc,
+    ) -> None:
+        self.state = state
+        self.publisher = publisher
+        self.speech = speech
+        self.holds = holds
+        self.kb = kb
+        self.audio = audio
+        self.policy: Policy = state.policy
+        self.clock = clock
+        self.gap_s: float = settings.onair_gap_s  # type: ignore[attr-defined]
+        self.idle_s: float = settings.onair_idle_s  # type: ignore[attr-defined]
+        self.read_question: bool = settings.onair_read_question  # type: ignore[attr-defined]
+        self.presynth: int = settings.onair_presynth  # type: ignore[attr-defined]
+        self.speech_dir: Path | None = settings.onair_speech_dir  # type: ignore[attr-defined]
+        self.faq_kb: str = settings.kb_for(state.stream_id)  # type: ignore[attr-defined]
+        self._prepared: set[str] = set()
+        self._texts: dict[str, tuple[str, Lang]] = {}
+        self._waiting_at_finish = False
+
+    # --- the loop -----------------------------------------------------------------
+
+    def _may_speak(self, stop: asyncio.Event) -> bool:
+        return not stop.is_set() and self.holds()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Speak until ``stop`` is set or the lease is lost."""
+        log.info("onair.speaking", stream_id=self.state.stream_id)
+        while self._may_speak(stop):
+            await self.settle()
+            if self.state.on_air is not None:
+                await self._take_over(self.state.on_air, stop)
+                continue
+            if await self._turn(stop):
+                continue
+            await self.state.wait_changed(self._quiet_for())
+        log.info("onair.silent", stream_id=self.state.stream_id, stopping=stop.is_set())
+
+    def _quiet_for(self) -> float:
+        """How long nothing can happen unless something changes: until the next expiry, cooldown or idle FAQ."""
+        now = self.clock()
+        waits = [1.0]
+        for entry in self.state.entries.values():
+            waits.append(self.policy.max_age_s - entry.age_s(now) + 0.05)
+        if self.state.idle_since is not None and self.idle_s > 0:
+            waits.append(self.idle_s - (now - self.state.idle_since).total_seconds())
+        return max(0.05, min(waits))
+
+    # --- 1. what is already decided -------------------------------------------------
+
+    async def settle(self) -> None:
+        """Publish the outcomes already decided and the arrivals, and keep the next answers synthesised."""
+        state, session = self.state, self.state.session
+        for entry in state.waiting():
+            if entry.key not in state.entries:
+                continue
+            if session.ended:
+                await self._final(entry, "skipped", reason="stream_ended: the operator ended the stream")
+                continue
+            withdrawn = state.withdrawal(entry)
+            superseded = None if withdrawn else self.kb.superseded(entry.answer)
+            if withdrawn or superseded:
+                reason, by = withdrawn or (superseded, None)
+                await self._final(entry, "withdrawn", reason=reason, by=by)
+        now = self.clock()
+        aired = state.recent_aired(now)
+        resuming = state.on_air.key if state.on_air is not None else None  # a takeover airing it again
+        for entry in state.waiting():  # what can never air makes no room in the backlog
+            if entry.key == resuming:
+                continue
+            over = ended(entry, aired, now, self.policy)
+            if over:
+                outcome, reason, credited = over
+                await self._final(entry, outcome, reason=reason, credited_to=credited)
+        order = state.waiting()
+        for position, entry in enumerate(order, 1):
+            if not entry.queued:
+                queued = about(entry, "queued", queue_position=position, queue_length=len(order))
+                if await self.publisher.publish(queued, entry.traceparent) is None:
+                    return
+        for entry, rank in to_shed((e for e in state.entries.values() if e.key != resuming), self.policy):
+            await self._final(entry, "shed", reason=f"more than {self.policy.max_queue} answers waiting: ranked {rank}")
+        metrics.ONAIR_QUEUE.set(len(state.entries))
+        metrics.ONAIR_HELD.set(int(session.paused or session.hold or session.ended))
+        await self._presynthesize()
+
+    async def _final(self, entry: Entry, outcome: str, **fields: object) -> bool:
+        """Publish ``entry``'s final outcome and drop its speech; False when the lease is gone."""
+        published = await self.publisher.publish(about(entry, outcome, **fields), entry.traceparent)
+        self._forget(entry.key)
+        if published is not None:
+            log.info("onair.outcome", comment_id=entry.comment_id, outcome=outcome, reason=fields.get("reason"))
+        return published is not None
+
+    def _speech_of(self, entry: Entry) -> tuple[str, Lang]:
+        known = self._texts.get(entry.key)
+        if known is not None:
+            return known
+        comment = entry.answer.comment
+        said = entry.answer.answer or entry.answer.speech or ""
+        # An English question answered offline by quoting Japanese evidence is spoken by the Japanese
+        # voice; the question is then not read out (one voice, one language per answer).
+        lang: Lang = detect_lang(strip_markers(said)) if said else comment.lang
+        text = speech_text(said, lang)
+        if self.read_question and lang == comment.lang:
+            question, _ = shown_question(comment)
+            if question:
+                text = speech_text(question, lang).rstrip("。.?？ ") + _QUESTION_JOIN[lang] + text
+        self._texts[entry.key] = (text, lang)
+        return text, lang
+
+    async def _presynthesize(self) -> None:
+        """Keep the next ``KOTAE_ONAIR_PRESYNTH`` answers that may air synthesised; drop what left the queue."""
+        hold = self.state.session.hold
+        wanted = []
+        for entry in self.state.waiting():
+            if hold and self.state.approved(entry) is None:
+                continue
+            wanted.append(entry)
+            if len(wanted) >= max(1, self.presynth):
+                break
+        for entry in wanted:
+            if entry.key not in self._prepared:
+                text, lang = self._speech_of(entry)
+                await self.speech.prepare(entry.key, text, lang)
+                self._prepared.add(entry.key)
+        on_air = self.state.on_air.key if self.state.on_air else None
+        keep = {e.key for e in wanted} | {on_air}
+        for key in list(self._prepared):
+            if key not in keep and key not in self.state.entries:
+                self._forget(key)
+
+    def _forget(self, key: str) -> None:
+        self.speech.forget(key)
+        self._prepared.discard(key)
+        self._texts.pop(key, None)
+
+    # --- 2. choose --------------------------------------------------------------------
+
+    async def _turn(self, stop: asyncio.Event) -> bool:
+        """Air the next answer (or an FAQ entry) if any may air now; True when something was decided."""
+        session = self.state.session
+        if session.paused or session.ended:
+            return False
+        now = self.clock()
+        choice = choose(
+            self.state.waiting(),
+            self.state.recent_aired(now),
+            self.state.last_aired,
+            now,
+            self.policy,
+            hold=session.hold,
+        )
+        for entry, past, how in choice.repeats:
+            ago = (now - past.at).total_seconds()
+            await self._final(
+                entry,
+                "already_aired",
+                reason=f"{how} to {past.comment_id}'s, aired {ago:.0f} s ago",
+                credited_to=past.comment_id,
+            )
+        for entry, reason in choice.expired:
+            await self._final(entry, "expired", reason=reason)
+        if choice.entry is not None:
+            await self._air(choice.entry, stop)
+            return True
+        record = self._idle_faq(now)
+        if record is not None:
+            await self._air_faq(record, stop)
+            return True
+        return bool(choice.expired or choice.repeats)
+
+    def _idle_faq(self, now: datetime) -> KBRecord | None:
+        session, idle = self.state.session, self.state.idle_since
+        if self.idle_s <= 0 or idle is None or session.hold or session.paused or session.ended:
+            return None
+        if (now - idle).total_seconds() < self.idle_s:
+            return None
+        return self.kb.faq(self.faq_kb, now.date(), frozenset(session.faq_aired))
+
+    # --- 3. air -----------------------------------------------------------------------
+
+    def _stop_reason(self, entry: Entry) -> tuple[str, str, str | None] | None:
+        """(outcome, reason, operator) when ``entry`` must come off (or never go on) air now."""
+        state = self.state
+        if state.skip_requested and state.skip_requested[0] == entry.key:
+            by = state.skip_requested[1]
+            return "skipped", f"skipped by {by}", by
+        if state.session.ended:
+            return "skipped", "stream_ended: the operator ended the stream", None
+        withdrawn = state.withdrawal(entry)
+        if withdrawn:
+            return "withdrawn", withdrawn[0], withdrawn[1]
+        superseded = self.kb.superseded(entry.answer)
+        if superseded:
+            return "withdrawn", superseded, None
+        return None
+
+    async def _audio_for(self, entry: Entry, stop: asyncio.Event) -> tuple[Audio | None, str | None] | None:
+        """The entry's audio, or (None, the voice's failure); None when it was decided otherwise meanwhile."""
+        text, lang = self._speech_of(entry)
+        if entry.key not in self._prepared:
+            await self.speech.prepare(entry.key, text, lang)
+            self._prepared.add(entry.key)
+        made = asyncio.ensure_future(self.speech.get(entry.key))
+        try:
+            while not made.done():
+                await asyncio.wait({made}, timeout=0.25)
+                if not self._may_speak(stop):
+                    return None
+                await self.settle()
+                if entry.key not in self.state.entries and not self._is_on_air(entry):
+                    return None  # withdrawn, shed or ended while its audio was being made
+            try:
+                return made.result(), None
+            except VoiceFailed as exc:
+                log.warning("onair.voice_failed", comment_id=entry.comment_id, reason=exc.reason)
+                return None, f"voice_failed: {exc.reason}"
+            except KeyError:
+                return None, "voice_failed: its speech was dropped before it aired"
+        finally:
+            if not made.done():
+                made.cancel()
+
+    def _is_on_air(self, entry: Entry) -> bool:
+        return self.state.on_air is not None and self.state.on_air.key == entry.key
+
+    async def _gap(self, stop: asyncio.Event) -> None:
+        """Keep KOTAE_ONAIR_GAP_S of silence after the previous answer ended."""
+        last = self.state.last_finished_at
+        if last is None:
+            return
+        wait = self.gap_s - (self.clock() - last).total_seconds()
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+
+    async def _air(self, entry: Entry, stop: asyncio.Event, *, attempt: int = 1) -> None:
+        made = await self._audio_for(entry, stop)
+        if made is None:
+            return
+        audio, voice_failed = made
+        await self._gap(stop)
+        if not self._may_speak(stop) or (entry.key not in self.state.entries and not self._is_on_air(entry)):
+            return
+        now = self.clock()
+        stop_now = self._stop_reason(entry)
+        too_old = self.policy.max_age_s < entry.age_s(now) and attempt == 1
+        if stop_now or too_old:
+            if stop_now:
+                outcome, reason, by = stop_now
+                await self._final(entry, outcome, reason=reason, by=by)
+            else:
+                await self._final(
+                    entry, "expired", reason=f"older than {self.policy.max_age_s:g} s by the time it was ready"
+                )
+            return
+        text, lang = self._speech_of(entry)
+        length_ms = audio.duration_ms if audio else text_only_ms(entry.answer.answer or text, lang)
+        aid = audio_id(entry.key, attempt)
+        if audio is not None:
+            self.audio.put(aid, audio)
+            self._write_wav(entry.comment_id, attempt, audio, now)
+        started = about(
+            entry,
+            "started",
+            **on_air(text, now, length_ms, audio, aid, voice_failed),
+            attempt=attempt,
+            resumed=attempt > 1,
+        )
+        gap_since = self.state.last_finished_at
+        if await self.publisher.publish(started, entry.traceparent) is None:
+            return
+        if gap_since is not None and self._waiting_at_finish:
+            metrics.ONAIR_GAP_SECONDS.observe((now - gap_since).total_seconds())
+        await self._stay_on_air(entry, started, stop)
+
+    async def _stay_on_air(self, entry: Entry, started: OnAirEventV1, stop: asyncio.Event) -> None:
+        """Until the audio has played: keep settling the queue, and take it off air when it must go."""
+        assert started.ends_at is not None
+        carried = dict(
+            speech=started.speech,
+            started_at=started.started_at,
+            ends_at=started.ends_at,
+            audio_ms=started.audio_ms,
+            audio_url=started.audio_url,
+            voice=started.voice,
+            attempt=started.attempt,
+            resumed=started.resumed,
+        )
+        while True:
+            left = (started.ends_at - self.clock()).total_seconds()
+            if left <= 0:
+                break
+            await self.state.wait_changed(min(left, 0.5))
+            if not self.holds():
+                log.warning("onair.cut_off", comment_id=entry.comment_id, reason="the lease is no longer certain")
+                return
+            stop_now = self._stop_reason(entry)
+            if stop_now:
+                outcome, reason, by = stop_now
+                await self._final(entry, outcome, reason=reason, by=by, **carried)
+                return
+            await self.settle()
+        self._waiting_at_finish = bool(self.state.entries)
+        await self._final(entry, "finished", reason=started.reason, **carried)
+
+    def _write_wav(self, comment_id: str, attempt: int, audio: Audio, at: datetime) -> None:
+        if self.speech_dir is None:
+            return
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", comment_id)[:80]
+        path = self.speech_dir / f"{at.strftime('%Y%m%dT%H%M%S')}-{safe}-{attempt}.wav"
+        try:
+            self.speech_dir.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(audio.wav)
+        except OSError as exc:
+            log.warning("onair.speech_dir_failed", path=str(path), error=str(exc)[:200])
+
+    # --- taking over --------------------------------------------------------------
+
+    async def stand_by(self, until: asyncio.Event) -> None:
+        """While another process speaks, keep the audio of what it has on air, and of what is next in line,
+        ready: a takeover then says it at once instead of waiting for the voice. It costs one synthesis
+        per airing (the one that is next is the one that airs, unless the queue changes meanwhile)."""
+        while not until.is_set():
+            wanted: dict[str, Entry] = {}
+            on_air = self.state.on_air
+            if on_air is not None and on_air.entry is not None:
+                wanted[on_air.key] = on_air.entry
+            hold = self.state.session.hold
+            nxt = next((e for e in self.state.waiting() if not hold or self.state.approved(e)), None)
+            if nxt is not None:
+                wanted[nxt.key] = nxt
+            for key in list(self._prepared):
+                if key not in wanted:
+                    self._forget(key)
+            for key, entry in wanted.items():
+                if key not in self._prepared:
+                    text, lang = self._speech_of(entry)
+                    await self.speech.prepare(key, text, lang)
+                    self._prepared.add(key)
+            waiter = asyncio.ensure_future(until.wait())
+            changed = asyncio.ensure_future(self.state.wait_changed(5.0))
+            await asyncio.wait({waiter, changed}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            changed.cancel()
+
+    async def _take_over(self, on_air: OnAir, stop: asyncio.Event) -> None:
+        """What the previous speaker left on air: air it again from the start (once), or close it."""
+        now = self.clock()
+        event = on_air.event
+        if event.kind == "faq":
+            await self._faq_final(event, "skipped", reason="interrupted: its speaker stopped")
+            return
+        entry = on_air.entry
+        if entry is None:
+            reason = "interrupted: its speaker stopped, and the answer is no longer known"
+            closing = {"event": "skipped", "reason": reason, "message_id": _new_id(), "created_at": now}
+            await self.publisher.publish(event.model_copy(update=closing))
+            return
+        if now >= on_air.ends_at:
+            # Its audio had played to the end before the speaker could say so.
+            await self._final(entry, "finished", reason="finished as its speaker stopped", **_carried(event))
+            return
+        stop_now = self._stop_reason(entry)
+        if stop_now:
+            outcome, reason, by = stop_now
+            await self._final(entry, outcome, reason=reason, by=by, **_carried(event))
+            return
+        if on_air.attempt >= 2:
+            await self._final(entry, "skipped", reason="interrupted twice: not aired again", **_carried(event))
+            return
+        log.info("onair.resuming", comment_id=entry.comment_id, attempt=on_air.attempt + 1)
+        self.state.entries[entry.key] = entry  # back in line for _air, at the front
+        await self._air(entry, stop, attempt=on_air.attempt + 1)
+
+    # --- 4. quiet chat ----------------------------------------------------------------
+
+    async def _air_faq(self, record: KBRecord, stop: asyncio.Event) -> None:
+        lang: Lang = record.language
+        text = speech_text(
+            _FAQ_INTRO[lang] + (record.question or "") + _QUESTION_JOIN[lang] + (record.answer or ""), lang
+        )
+        key = f"faq:{record.id}"
+        await self.speech.prepare(key, text, lang)
+        try:
+            audio: Audio | None = await self.speech.get(key)
+            failed = None
+        except VoiceFailed as exc:
+            audio, failed = None, f"voice_failed: {exc.reason}"
+        finally:
+            self.speech.forget(key)
+        await self._gap(stop)
+        session = self.state.session
+        if not self._may_speak(stop) or self.state.entries or session.paused or session.hold or session.ended:
+            return  # a viewer's question arrived meanwhile: it goes first
+        now = self.clock()
+        length_ms = audio.duration_ms if audio else text_only_ms(record.answer or "", lang)
+        attempt = len(session.faq_aired) + 1
+        aid = audio_id(key, int(now.timestamp()))
+        if audio is not None:
+            self.audio.put(aid, audio)
+            self._write_wav(key, attempt, audio, now)
+        started = about_faq(record, self.state.stream_id, "started", **on_air(text, now, length_ms, audio, aid, failed))
+        if await self.publisher.publish(started) is None:
+            return
+        while (left := (started.ends_at - self.clock()).total_seconds()) > 0:  # type: ignore[operator]
+            await self.state.wait_changed(min(left, 0.5))
+            if not self.holds():
+                return
+            if self.state.skip_requested and self.state.skip_requested[0] == key:
+                await self._faq_final(started, "skipped", reason=f"skipped by {self.state.skip_requested[1]}")
+                return
+            await self.settle()
+        await self._faq_final(started, "finished", reason=failed)
+
+    async def _faq_final(self, started: OnAirEventV1, outcome: str, *, reason: str | None) -> None:
+        final = started.model_copy(update={"event": outcome, "reason": reason, "message_id": _new_id()})
+        await self.publisher.publish(final.model_copy(update={"created_at": self.clock()}))
+
+
+def _carried(started: OnAirEventV1) -> dict[str, object]:
+    return dict(
+        speech=started.speech,
+        started_at=started.started_at,
+        ends_at=started.ends_at,
+        audio_ms=started.audio_ms,
+        audio_url=started.audio_url,
+        voice=started.voice,
+        attempt=started.attempt,
+        resumed=started.resumed,
+    )
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex

@@ -1,0 +1,48 @@
+"""The extractive answer carries the asked fact: the sentence that fills the question's slot, and a
+second only when it adds to the answer."""
+
+from __future__ import annotations
+
+from kotae.citations import numbered_blocks
+from kotae.contracts import Evidence
+from kotae.knowledge.text import split_sentences
+from kotae.services.generator.sentence_choice import choose
+from tests.factories import HEARING, TRANSPORT, TRANSPORT_EN
+
+
+def sentences(*docs: Evidence) -> list:
+    return [(b, s) for b in numbered_blocks(list(docs), []) for s in split_sentences(b.text)]
+
+
+def test_a_when_question_gets_the_date_and_not_the_sentence_sharing_most_words() -> None:
+    picked = choose("みなと線はいつから走るの？", sentences(TRANSPORT), max_sentences=2)
+    assert [c.sentence for c in picked.chosen] == ["新しい路線バス「みなと線」は2027年10月1日に運行を始めます。"]
+
+
+def test_english_when_question_gets_the_date_and_no_unrelated_second_sentence() -> None:
+    """«When does the new bus line open?» used to add the sentence about the nursery."""
+    picked = choose("When does the new bus line open?", sentences(TRANSPORT_EN), max_sentences=2)
+    said = " ".join(c.sentence for c in picked.chosen)
+    assert "1 October 2027" in said and "nursery" not in said
+
+
+def test_a_how_much_question_gets_the_amount() -> None:
+    picked = choose("路線バスの運賃っていくら？", sentences(TRANSPORT), max_sentences=2)
+    assert "300円" in picked.chosen[0].sentence
+
+
+def test_a_second_sentence_is_added_for_a_second_kind_asked_for() -> None:
+    picked = choose("みなと線はいつから？運賃はいくら？", sentences(TRANSPORT), max_sentences=2)
+    said = "".join(c.sentence for c in picked.chosen)
+    assert "2027年10月1日" in said and "300円" in said
+
+
+def test_nothing_relevant_is_nothing_to_quote_and_the_reason_says_what_was_missing() -> None:
+    picked = choose("消費税は下げてくれるの？", sentences(TRANSPORT), max_sentences=2)
+    assert picked.chosen == []
+    assert "消費税" in picked.reason and "宿泊税" in picked.reason
+
+
+def test_a_kana_spelling_still_finds_its_sentence() -> None:
+    picked = choose("ほちょうき", sentences(HEARING), max_sentences=2)
+    assert "3万円" in picked.chosen[0].sentence

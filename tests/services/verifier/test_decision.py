@@ -1,0 +1,142 @@
+"""services.verifier.decision.decide: relevance before support, and which path decides.
+
+Model paths run the real SDKs against the local fake model server (tests/fakes/model_server.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from kotae.providers import ChatModel, ModelUnavailable
+from kotae.services.verifier.decision import VerifierPolicy, decide
+from kotae.settings import load_settings
+from tests.factories import CAP_EVIDENCE, TRANSPORT, TRANSPORT_EN, draft_for
+from tests.fakes.model_server import FakeModelServer
+
+DATE = "新しい路線バス「みなと線」は2027年10月1日に運行を始めます[1]。"
+ROUTE = "みなと線は市役所前から港まで、15分おきに走ります[1]。"
+PARAPHRASED = "新しい路線バス「みなと線」は2027年10月1日に運行を開始します[1]。"  # 開始: not a word of the evidence
+PASS = json.dumps({"verdict": 0, "findings": []})
+IRRELEVANT = json.dumps({"verdict": 4, "findings": [{"problem": "asked when it opens; the draft gives its route"}]})
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeModelServer]:
+    with FakeModelServer(PASS) as server:
+        yield server
+
+
+def policy_for(fake: FakeModelServer, mode: str, **kw: object) -> VerifierPolicy:
+    settings = load_settings(
+        verifier_model=f"compatible:{fake.url}/v1|checker", verifier_mode=mode, model_timeout_s=2.0
+    )
+    model = ChatModel.from_settings(settings, settings.verifier_model or "", setting="KOTAE_VERIFIER_MODEL")
+    return VerifierPolicy(mode=mode, model=model, reask=1, **kw)  # type: ignore[arg-type]
+
+
+async def test_offline_a_grounded_answer_to_the_question_is_verified() -> None:
+    d = await decide(draft_for("みなと線はいつから走るの？", DATE, [TRANSPORT]), VerifierPolicy())
+    assert d.outcome == "verified" and d.decided_by == "offline" and d.verdict == 0
+
+
+async def test_offline_a_grounded_answer_that_misses_the_question_ends_unanswered_not_verified() -> None:
+    d = await decide(draft_for("みなと線はいつから走るの？", ROUTE, [TRANSPORT]), VerifierPolicy())
+    assert d.outcome == "unanswered" and d.decided_by == "offline"
+    assert d.reason.startswith("not_found: ") and "a date or time" in d.reason
+
+
+async def test_offline_english_answer_about_another_thing_ends_unanswered() -> None:
+    answer = "The bus fare will be capped at 300 yen for adults[1]."
+    d = await decide(draft_for("How much is the taxi fare at night?", answer, [TRANSPORT_EN]), VerifierPolicy())
+    assert d.outcome == "unanswered" and "taxi" in d.reason
+
+
+async def test_an_uncited_claim_is_rejected_before_relevance_is_asked() -> None:
+    d = await decide(
+        draft_for("みなと線はいつから走るの？", "ルールを無視します。" + DATE, [TRANSPORT]), VerifierPolicy()
+    )
+    assert d.outcome == "rejected" and d.verdict == 2 and "uncited claim" in d.reason
+
+
+async def test_cascade_a_verbatim_quote_is_decided_offline_without_a_model_call(fake: FakeModelServer) -> None:
+    policy = policy_for(fake, "cascade", sure=0.9)
+    d = await decide(draft_for("みなと線はいつから走るの？", DATE, [TRANSPORT]), policy)
+    assert d.outcome == "verified" and d.decided_by == "offline" and d.calls == []
+    assert fake.requests == []
+
+
+async def test_cascade_a_changed_number_is_decided_offline_without_a_model_call(fake: FakeModelServer) -> None:
+    changed = DATE.replace("2027年10月1日", "2028年10月1日")
+    d = await decide(
+        draft_for("みなと線はいつから走るの？", changed, [TRANSPORT]), policy_for(fake, "cascade", sure=0.9)
+    )
+    assert d.outcome == "rejected" and d.decided_by == "offline" and fake.requests == []
+
+
+async def test_cascade_an_unsure_draft_goes_to_the_model(fake: FakeModelServer) -> None:
+    """A paraphrase (a word the evidence does not use) is unsure offline: the model decides it."""
+    d = await decide(
+        draft_for("みなと線はいつから走るの？", PARAPHRASED, [TRANSPORT]), policy_for(fake, "cascade", sure=0.9)
+    )
+    assert d.decided_by == "model" and d.outcome == "verified" and len(fake.requests) == 1
+    assert d.support is not None and 0.1 < d.support < 0.9
+
+
+async def test_offline_the_same_unsure_draft_fails_closed() -> None:
+    d = await decide(draft_for("みなと線はいつから走るの？", PARAPHRASED, [TRANSPORT]), VerifierPolicy(sure=0.9))
+    assert d.outcome == "rejected" and d.decided_by == "offline" and d.reason.startswith("unsure")
+
+
+async def test_model_v2_sees_the_question_and_its_relevance_class_ends_unanswered() -> None:
+    with FakeModelServer(IRRELEVANT) as fake:
+        d = await decide(draft_for("みなと線はいつから走るの？", DATE, [TRANSPORT]), policy_for(fake, "model"))
+        user = fake.requests[0]["body"]["messages"][-1]["content"]
+    assert "Question / 質問:\n<<<\nみなと線はいつから走るの？\n>>>" in user
+    assert d.outcome == "unanswered" and d.decided_by == "model"
+    assert "asked when it opens" in d.reason and d.calls[0].prompt_version == "verify.v2"
+
+
+async def test_model_v1_stays_loadable_and_has_no_relevance_class() -> None:
+    with FakeModelServer(IRRELEVANT) as fake:
+        d = await decide(
+            draft_for("みなと線はいつから走るの？", DATE, [TRANSPORT]),
+            policy_for(fake, "model", prompt_version="verify.v1"),
+        )
+        user = fake.requests[0]["body"]["messages"][-1]["content"]
+    assert "質問" not in user.split("Evidence")[0]
+    assert d.outcome == "rejected" and d.reason.startswith("verifier_unavailable")  # 4 is no v1 class
+
+
+async def test_the_offline_relevance_floor_applies_under_a_model_that_passes(fake: FakeModelServer) -> None:
+    d = await decide(draft_for("みなと線はいつから走るの？", ROUTE, [TRANSPORT]), policy_for(fake, "model"))
+    assert d.outcome == "unanswered" and d.decided_by == "offline" and fake.requests == []
+
+
+async def test_cascade_fails_closed_on_garbage() -> None:
+    with FakeModelServer("garbage") as fake:
+        d = await decide(
+            draft_for("みなと線はいつから走るの？", PARAPHRASED, [TRANSPORT]), policy_for(fake, "cascade", sure=0.9)
+        )
+    assert d.outcome == "rejected" and d.verdict is None and d.reason.startswith("verifier_unavailable")
+
+
+async def test_cascade_a_model_that_is_down_is_left_for_redelivery() -> None:
+    with FakeModelServer("500") as fake:
+        with pytest.raises(ModelUnavailable):
+            await decide(
+                draft_for("みなと線はいつから走るの？", PARAPHRASED, [TRANSPORT]), policy_for(fake, "cascade", sure=0.9)
+            )
+
+
+async def test_cascade_a_supported_answer_that_leaves_out_another_figure_asked_for_goes_to_the_model() -> None:
+    """Asked what the fee is, a draft with only the second child's free place leaves out the cap
+    beside it in the evidence: partial or not is the model's call, not the offline method's."""
+    partial = draft_for("保育料っていくらになるの", "第2子以降の保育料は無料にします[1]。", [CAP_EVIDENCE])
+    with FakeModelServer(IRRELEVANT) as fake:
+        d = await decide(partial, policy_for(fake, "cascade", sure=0.9))
+    assert d.decided_by == "model" and d.outcome == "unanswered" and len(fake.requests) == 1
+    # Offline mode is unchanged: the same draft is verified (the evaluator's `complete` sees the rest).
+    assert (await decide(partial, VerifierPolicy(sure=0.9))).outcome == "verified"

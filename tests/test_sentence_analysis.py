@@ -1,0 +1,31 @@
+"""kotae.sentence_analysis: the tokens and key terms every answer-side check reads."""
+
+from __future__ import annotations
+
+from kotae.sentence_analysis import analyse, katakana, negations, short_units
+
+
+def test_terms_are_numbers_names_and_noun_phrases_with_their_kinds() -> None:
+    a = analyse("保育料は月額1万5千円を上限にします。")
+    assert [(t.text, t.kind) for t in a.terms] == [
+        ("保育料", "term"),
+        ("月額", "term"),
+        ("15000", "number"),
+        ("上限", "term"),
+    ]
+
+
+def test_every_token_carries_its_reading_so_a_kana_spelling_meets_the_kanji_word() -> None:
+    assert "ホチョウキ" in analyse("補聴器の購入を補助する。").reading
+    assert katakana("ほちょうき") == "ホチョウキ"
+
+
+def test_short_units_put_the_head_of_a_compound_last() -> None:
+    assert short_units("消費税") == ("消費", "税")
+    assert short_units("初乗り運賃") == ("初乗り", "運賃")
+
+
+def test_negators_are_counted_in_japanese_and_english() -> None:
+    assert negations(analyse("運賃を上げない。")) == 1
+    assert negations(analyse("運賃を上げる。")) == 0
+    assert negations(analyse("The fare will not rise.")) == 1
