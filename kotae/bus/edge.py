@@ -9,6 +9,9 @@ promises around it:
   only after every output is stored (JetStream publish ack);
 * each output carries ``Nats-Msg-Id = <comment_id>:<origin>:<stage>:<subject>``,
   so a redelivered input never duplicates anything downstream;
+* a publish that meets a bus outage (a stream electing its leader, a reconnect)
+  is tried again for up to a minute (:mod:`kotae.bus.outage`) rather than
+  spending the input's deliveries;
 * a transient fault (:class:`kotae.faults.TransientError`, or anything
   unexpected) is redelivered with a growing delay, a bounded number of times;
   then the comment gets its terminal outcome and the input is dead-lettered as
@@ -46,6 +49,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from pydantic import BaseModel, ValidationError
 
 from kotae import metrics
+from kotae.bus.outage import OUTAGE_DEADLINE_S, through_outage
 from kotae.bus.topology import consumer_config
 from kotae.contracts import (
     AnswerV1,
@@ -207,6 +211,7 @@ class StageEdge:
         self.settings = settings
         self.handler = handler
         self.contract = stage.consumes.contract
+        self.publish_deadline_s = OUTAGE_DEADLINE_S  # see kotae.bus.outage
         # The process's own provider: a span of a process that exports nothing is never recorded.
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer("kotae.bus")
         self.dead_letter_subject = subjects.deadletter(stage.name)
@@ -417,15 +422,22 @@ class StageEdge:
         # Every answer outcome of a stage shares one id, so two handlings of the same input
         # (a redelivery racing a slow first attempt) can never store two different outcomes.
         id_subject = subjects.ANSWER_PREFIX if subject.startswith(subjects.ANSWER_PREFIX + ".") else subject
-        await self._publishers[subject].publish(
-            message.model_dump_json().encode(),
-            stream=subjects.stream_of(subject),
-            headers={
-                "Nats-Msg-Id": msg_id(comment_id, origin_of(message), self.name, id_subject),
-                "content-type": "application/json",
-            },
-            correlation_id=comment_id,
-            timeout=10.0,
+        payload = message.model_dump_json().encode()
+        headers = {
+            "Nats-Msg-Id": msg_id(comment_id, origin_of(message), self.name, id_subject),
+            "content-type": "application/json",
+        }
+        await through_outage(
+            lambda: self._publishers[subject].publish(
+                payload,
+                stream=subjects.stream_of(subject),
+                headers=headers,
+                correlation_id=comment_id,
+                timeout=10.0,
+            ),
+            deadline_s=self.publish_deadline_s,
+            comment_id=comment_id,
+            subject=subject,
         )
         metrics.observe_published(self.name, message, source, self.settings.model_prices)
         if self.handler is not None and self.handler.stored is not None:

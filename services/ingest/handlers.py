@@ -14,16 +14,13 @@ they are a member, and their display name when the id stands in for it.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 
-import nats.errors
-import nats.js.errors
 from faststream.nats import NatsBroker
 from opentelemetry.trace import Tracer
 
 from kotae.bus.edge import msg_id
+from kotae.bus.outage import through_outage
 from kotae.clarify import ClarifyStore
 from kotae.contracts import AnswerV1, CommentV1, ModerationV1, subjects
 from kotae.logs import get_logger
@@ -32,14 +29,6 @@ from kotae.services.ingest.triage import Dropped, Triage, hash_author, hash_user
 from kotae.tracing import current_trace_id
 
 log = get_logger("kotae.ingest")
-
-# Faults of the bus that pass: no stream leader yet, a reconnect, a slow ack.
-_BUS_UNAVAILABLE = (
-    nats.js.errors.NoStreamResponseError,
-    nats.errors.NoRespondersError,
-    nats.errors.TimeoutError,
-    nats.errors.ConnectionReconnectingError,
-)
 
 
 @dataclass(frozen=True)
@@ -87,25 +76,19 @@ class Ingestor:
             "Nats-Msg-Id": msg_id(about, origin, "ingest", subject),
             "content-type": "application/json",
         }
-        deadline = time.monotonic() + self.publish_deadline_s
-        pause = 0.2
-        while True:
-            try:
-                ack = await self.broker.publish(
-                    payload,
-                    subject,
-                    stream=subjects.stream_of(subject),
-                    headers=headers,
-                    correlation_id=message.comment_id or about,
-                    timeout=10.0,
-                )
-                return bool(ack is not None and ack.duplicate)
-            except _BUS_UNAVAILABLE as exc:
-                if time.monotonic() + pause > deadline:
-                    raise
-                log.warning("ingest.publish_retry", comment_id=about, error=type(exc).__name__, pause_s=pause)
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 2.0)
+        ack = await through_outage(
+            lambda: self.broker.publish(
+                payload,
+                subject,
+                stream=subjects.stream_of(subject),
+                headers=headers,
+                correlation_id=message.comment_id or about,
+                timeout=10.0,
+            ),
+            deadline_s=self.publish_deadline_s,
+            comment_id=about,
+        )
+        return bool(ack is not None and ack.duplicate)
 
     async def _awaiting_reply(self, raw: RawComment) -> bool:
         if not raw.author:

@@ -99,6 +99,38 @@ async def test_a_transient_fault_is_retried_and_then_succeeds(nats_url: str, set
     assert await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.2) == []
 
 
+async def test_an_output_stream_that_is_gone_for_a_moment_is_waited_out_without_handling_again(
+    nats_url: str, settings: Settings
+) -> None:
+    """As while a lost node's stream elects a new leader: the publish finds no stream for a second or two.
+
+    With one delivery allowed, a publish error that reached the handler would end the
+    comment ``failed`` at once; the edge keeps publishing the same output instead.
+    """
+    settings = settings.model_copy(update={"max_deliver": 1})
+    calls, stage = await run_edge(settings, nats_url, lambda comment, attempt: None)
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await js.delete_stream(subjects.STREAM_PIPELINE)  # where the stage's RetrievalV1 goes
+    await js.publish(subjects.COMMENT, make_comment("o1", "質問"))
+    for _ in range(100):
+        if calls.get("o1"):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)  # the stage's publish keeps meeting no stream
+    await ensure_streams_at(nats_url, settings)
+    for _ in range(100):
+        if await read_all(nats_url, subjects.RETRIEVAL, idle=0.1):
+            break
+        await asyncio.sleep(0.05)
+    await stage.stop()
+    await nc.close()
+    assert calls == {"o1": 1}  # handled once: no model call is repeated for a bus fault
+    assert len(await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)) == 1
+    assert await read_all(nats_url, subjects.ANSWER_ALL, idle=0.2) == []  # no 'failed' beside the evidence
+    assert await read_all(nats_url, subjects.DEADLETTER_ALL, idle=0.2) == []
+
+
 async def test_a_fault_that_never_clears_is_dead_lettered_after_max_deliver(nats_url: str, settings: Settings) -> None:
     def broken(comment: CommentV1, attempt: int) -> None:
         raise TransientError("embedding backend down")
