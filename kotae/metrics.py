@@ -169,14 +169,20 @@ def observe_published(stage: str, message: Any, source: Any, prices: dict[str, t
             MODEL_COST.labels(stage, call.model).inc(cost)
 
 
-def prime(stage: str) -> None:
+def prime(stage: str, model: str | None = None) -> None:
     """Export a stage's results, outcomes, dead letters and degraded count at 0 before anything happened.
 
     A counter that appears with its first increment looks unchanged to ``increase()``,
     so the first dead letter of a process would raise no alert, and the outcomes
     counted against the comments that came in would fall short by every series'
-    first value.
+    first value. ``model`` (``provider:name``, the stage's configured model) gets its
+    tokens and cost at 0 too: otherwise a process whose calls all land between two
+    scrapes spends money the cost alert never sees.
     """
+    if model is not None:
+        MODEL_COST.labels(stage, model)
+        for direction in ("input", "output"):
+            MODEL_TOKENS.labels(stage, model, direction)
     for result in _RESULTS:
         MESSAGES.labels(stage, result)
     HANDLE_SECONDS.labels(stage)

@@ -29,6 +29,7 @@ from kotae.bus.edge import StageEdge
 from kotae.bus.pull import PullLoop
 from kotae.bus.topology import ensure_streams
 from kotae.logs import configure_logging, get_logger
+from kotae.providers import ChatModel
 from kotae.settings import Settings
 from kotae.stage import Bus, Handler, ServiceContext, Stage
 from kotae.tracing import TraceContextMiddleware, build_tracer_provider, records_spans
@@ -137,13 +138,15 @@ class StageProcess:
     ) -> None:
         self.stage = stage
         self.broker = broker
+        model = ChatModel.configured(settings, stage.model_setting) if stage.model_setting else None
+        self.model_name = model.name if model is not None else None
         self.handler = handler or stage.build_handler(settings, Bus(lambda: broker.connection.jetstream()))
         self.edge = StageEdge(stage, settings, self.handler, tracer_provider=tracer_provider)
         broker.include_router(self.edge.router(in_memory_subscriber=False))
         self.pull = PullLoop(self.edge, graceful_timeout=graceful_timeout)
 
     async def start(self) -> None:
-        metrics.prime(self.stage.name)
+        metrics.prime(self.stage.name, self.model_name)
         if self.handler.start is not None:
             await self.handler.start()
         await self.pull.start(self.broker.connection.jetstream())

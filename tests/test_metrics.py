@@ -115,3 +115,22 @@ def test_a_fall_back_is_counted_by_the_stage_that_made_it_not_by_those_that_carr
 def test_without_a_budget_no_budget_sample_is_exported() -> None:
     """An unset budget must not read as 0 USD, which every priced call would exceed."""
     assert REGISTRY.get_sample_value("kotae_model_budget_usd_per_hour") is None
+
+
+def test_a_stage_process_exports_its_models_cost_at_zero_before_any_call(tmp_path) -> None:  # noqa: ANN001
+    """A cost series born with its first call reads as no increase to ``increase()``: the budget alert would
+    miss everything a process spent before Prometheus first saw the series."""
+    from faststream.nats import NatsBroker
+
+    from kotae.metrics import prime
+    from kotae.runtime import StageProcess
+    from services.reranker import STAGE
+
+    settings = load_settings(data_dir=tmp_path, reranker_model="compatible:http://127.0.0.1:9/v1|primed-ranker")
+    process = StageProcess(STAGE, settings, NatsBroker("nats://127.0.0.1:9", logger=None))
+    assert process.model_name == "compatible:primed-ranker"
+    labels = {"stage": "reranker", "model": process.model_name}
+    assert REGISTRY.get_sample_value("kotae_model_cost_usd_total", labels) is None
+    prime(STAGE.name, process.model_name)  # what start() does first
+    assert REGISTRY.get_sample_value("kotae_model_cost_usd_total", labels) == 0.0
+    assert REGISTRY.get_sample_value("kotae_model_tokens_total", {**labels, "direction": "input"}) == 0.0
