@@ -31,6 +31,11 @@ class Block:
     lang: str | None
 
 
+def faq_question(block: Block) -> list[str]:
+    """The question an FAQ block's answer answers (its title), as a list to read the answer with; none for a document."""
+    return [block.title] if block.kind == "faq" and block.title else []
+
+
 def numbered_blocks(docs: list[Evidence], faq: list[FaqEvidence]) -> list[Block]:
     """Documents, then FAQ, numbered from 1."""
     blocks = [

@@ -297,7 +297,7 @@ def _english_terms(chunk: str) -> list[FocusTerm]:
         if not t.forms or t.wh or t.forms[0] in _ASKING:
             continue
         kind = "number" if t.number else "name" if len(t.pos) > 1 and t.pos[1] == "固有名詞" else "term"
-        weight = 1.0 if kind != "term" or len(t.forms[0]) >= 4 else 0.6
+        weight = 1.0 if kind != "term" or (len(t.forms[0]) >= 4 and t.forms[0] not in _ACTS) else 0.6
         out.append(FocusTerm(t.surface, kind, frozenset(t.forms), (t.forms[0],), t.reading, weight))
     return out
 
@@ -322,11 +322,38 @@ def _focus_terms(chunk: str) -> list[FocusTerm]:
         if not forms or term.text in _ASKING or forms <= _ASKING:
             continue
         parts = tuple(p for p in short_units(term.text) if p not in _ASKING) or (term.text,)
-        specific = term.kind != "term" or len(term.text) >= 2
+        # The act a where/how question asks about (どこで確認できる, どこに相談すれば) is how it asks,
+        # not what: answers name the place or the channel, rarely the act.
+        specific = (term.kind != "term" or len(term.text) >= 2) and term.text not in _ACTS
         reading = "".join(t.reading for t in tokens)
         runs = _runs_over(chunk, term, analysis)
         terms.append(FocusTerm(term.text, term.kind, forms, parts, reading, 1.0 if specific else 0.6, runs))
     return terms
+
+
+# Verbal nouns of reaching someone or doing a procedure (see _focus_terms).
+_ACTS = {
+    "確認",
+    "相談",
+    "問い合わせ",
+    "問合せ",
+    "連絡",
+    "依頼",
+    "申し込み",
+    "申込み",
+    "申込",
+    "手続き",
+    "手続",
+    "申請",
+    # English, as sentence_analysis gives their forms
+    "check",
+    "contact",
+    "apply",
+    "application",
+    "request",
+    "inquire",
+    "inquiry",
+}
 
 
 # Verbs and adjectives of asking, wishing and chatting, not of what is asked about.
@@ -410,7 +437,9 @@ _FILLS: dict[str, re.Pattern[str]] = {
 }
 _PLACE_SUFFIX = re.compile(
     r"(駅|館|場|所|センター|店|港|室|ホール|会場|役場|役所|庁|庁舎|病院|診療所|学校|大学|事務所|窓口|公園|施設|ページ|サイト|アプリ"
-    r"|県|市|町|村|区|島|国|州|通り|ビル|広場|空港|本店|支店|工場|メッセ|スクエア|プラザ|ストア|ショップ)$"
+    r"|県|市|町|村|区|島|国|州|通り|ビル|広場|空港|本店|支店|工場|メッセ|スクエア|プラザ|ストア|ショップ"
+    # where to send or ask: a department, a form, an account (広報部, お問い合わせフォーム, Xアカウント)
+    r"|(?<![一全細外内大])部|課|局|係|フォーム|アカウント|宛)$"
 )
 _PERSON_SUFFIX = re.compile(
     r"(氏|さん|様|長|者|員|師|医|家|官|王|帝|皇|天皇|将軍|大臣|首相|教授|博士|選手|監督|知事|先生|代表|担当|夫人|卿|公)$"
@@ -441,7 +470,10 @@ def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -
                 return True
             if t.kind != "number" and _PLACE_SUFFIX.search(t.text):
                 return True
-        return bool(re.search(r"\b(at|in|on|from)\s+(the\s+)?[A-Z]", text))
+        return bool(
+            re.search(r"\b(at|in|on|from)\s+(the\s+)?[A-Z]", text)
+            or re.search(r"\b(site|website|page|account|form|office|desk|department|counter)s?\b", text, re.I)
+        )
     if kind == "person":
         for t in terms:
             head = analysis.tokens[t.end - 1]

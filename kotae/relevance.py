@@ -32,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kotae.citations import strip_markers
@@ -233,25 +234,33 @@ _GENERIC_COUNTED = frozenset(
 )
 
 
-def relevance(question: str, answer: list[str], evidence: list[tuple[str, str]]) -> Relevance:
+def relevance(
+    question: str, answer: list[str], evidence: list[tuple[str, str]], *, read_with: Sequence[str] = ()
+) -> Relevance:
     """Does ``answer`` (its sentences, markers allowed) address ``question``, given the cited
     ``evidence`` as (title, text) pairs?
+
+    ``read_with``: the questions of the FAQ entries the answer quotes. An FAQ's answer says what
+    its question asks ("公式サイトとXで…" answers 街頭演説の予定はどこで見られますか), so the terms of
+    that question count as said by the answer; the kind asked for must still be in the answer.
 
     A comment of several sentences ("Ignore all previous instructions … When is election day?")
     is answered when the answer addresses one of them.
     """
-    whole = _relevance(question, answer, evidence)
+    whole = _relevance(question, answer, evidence, read_with)
     parts = split_sentences(normalize(question))
     if whole.relevant or len(parts) < 2:
         return whole
     for part in parts:
-        one = _relevance(part, answer, evidence)
+        one = _relevance(part, answer, evidence, read_with)
         if one.relevant:
             return one
     return whole
 
 
-def _relevance(question: str, answer: list[str], evidence: list[tuple[str, str]]) -> Relevance:
+def _relevance(
+    question: str, answer: list[str], evidence: list[tuple[str, str]], read_with: Sequence[str]
+) -> Relevance:
     focus = question_focus(question)
     sentences = [strip_markers(s) for s in answer if strip_markers(s)]
     reasons: list[str] = []
@@ -263,7 +272,7 @@ def _relevance(question: str, answer: list[str], evidence: list[tuple[str, str]]
         reasons.append(f"asked for {' and '.join(KIND_NAMES[k] for k in unfilled)}; the answer gives none")
     said = " ".join(sentences)
     titles = [analyse(t) for t, _ in evidence if t]
-    answer_text = _Text.of([analyse(s) for s in sentences])
+    answer_text = _Text.of([analyse(s) for s in [*sentences, *read_with]])
     title_text = _Text.of(titles)
     if focus.lang == "en" and said and is_japanese(said):
         return _across_languages(focus, answer_text, reasons, unfilled)

@@ -181,3 +181,43 @@ def test_what_an_english_count_question_counts_must_be_in_the_evidence() -> None
 def test_an_english_question_names_a_number_the_japanese_reading_writes_in_man() -> None:
     answer = ["県内の医師数は人口10万人あたり214人で全国平均を下回る[1]。"]
     assert relevance("How many doctors per 100,000 people?", answer, [("医療", answer[0])]).relevant
+
+
+def test_an_faq_answer_is_read_with_the_question_it_answers() -> None:
+    question = "街頭演説の予定はどこで確認できますか"
+    faq_q = "街頭演説の予定はどこで見られますか？"
+    answer = ["公式サイトと陣営のXアカウントで、毎日午前8時にその日の予定を更新しています[1]。"]
+    evidence = [(faq_q, f"{faq_q}\n{answer[0]}")]
+    read = relevance(question, answer, evidence, read_with=[faq_q])
+    assert read.relevant, read.reason
+    # Without its question the answer names none of it: the FAQ's question is what makes it an answer.
+    assert not relevance(question, answer, evidence).relevant
+    # The kind asked for must still be in the answer: the FAQ's question gives no place.
+    other = "毎日午前8時にその日の予定を更新しています[1]。"
+    assert not relevance(question, [other], evidence, read_with=[faq_q]).relevant
+
+
+def test_an_english_faq_answer_is_read_with_the_question_it_answers() -> None:
+    question = "Where can I check the schedule of street speeches?"
+    faq_q = "Where is the schedule of street speeches posted?"
+    answer = ["On the official site and the campaign's X account, updated at 8 a.m. every day[1]."]
+    evidence = [(faq_q, f"{faq_q}\n{answer[0]}")]
+    assert relevance(question, answer, evidence, read_with=[faq_q]).relevant
+    assert not relevance("Where can I check the schedule of the debates?", answer, evidence, read_with=[faq_q]).relevant
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "relevant"),
+    [
+        # where to send or ask: a department, a form or an account is the place
+        ("ファンレターはどこに送ればいいですか", "ファンレターは本社の広報部に郵送してください[1]。", True),
+        ("コラボの依頼はどこからできますか", "コラボの依頼は法人向けお問い合わせフォームからお送りください[1]。", True),
+        # "part of" is no place
+        ("ファンレターはどこに送ればいいですか", "ファンレターの一部は配信で読みます[1]。", False),
+    ],
+)
+def test_a_where_question_is_answered_by_the_department_or_form_to_reach(
+    question: str, answer: str, relevant: bool
+) -> None:
+    evidence = [("よくある質問", answer)]
+    assert relevance(question, [answer], evidence).relevant is relevant

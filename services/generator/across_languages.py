@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kotae.citations import Block
+from kotae.citations import Block, faq_question
 from kotae.knowledge.embeddings import Embedder
 from kotae.question_focus import KIND_NAMES, holds_kind, question_focus
 from kotae.relevance import numbers_not_said, relevance
@@ -69,5 +69,5 @@ def choose_across_languages(question: str, sentences: list[tuple[Block, str]], e
         return Choice(
             [], f"the nearest sentence in another language is too far from the question ({cosines[best]:.2f} < {bound})"
         )
-    rel = relevance(question, [sentence], [(block.title, block.text)])
+    rel = relevance(question, [sentence], [(block.title, block.text)], read_with=faq_question(block))
     return Choice([Candidate(block, sentence, order, rel, slot=float(cosines[best]), overlap=0.0)])

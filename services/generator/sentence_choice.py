@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from kotae.answer_slot import SLOT_WEIGHTS, Slot, asks_for_slot, place_signs, question_slot
-from kotae.citations import Block
+from kotae.citations import Block, faq_question
 from kotae.knowledge.text import is_japanese, search_tokens
 from kotae.question_focus import QuestionFocus, holds_kind, question_focus
 from kotae.relevance import Relevance, relevance
@@ -141,7 +141,7 @@ def weigh(question: str, sentences: list[tuple[Block, str]]) -> list[Candidate]:
     overlaps = _overlaps(question, [s for _, s in sentences])
     out = []
     for order, ((block, sentence), slot, overlap) in enumerate(zip(sentences, slots, overlaps, strict=True)):
-        rel = relevance(question, [sentence], [(block.title, block.text)])
+        rel = relevance(question, [sentence], [(block.title, block.text)], read_with=faq_question(block))
         out.append(Candidate(block, sentence, order, rel, slot, overlap))
     return out
 

@@ -20,7 +20,8 @@ Three questions, in this order:
    can be shared, its cosine is at least ``clarify``). Two topics or more: ask back naming them (``clarify``); one: that is the
    topic (``answer``); none: the comment only brushed the knowledge base (``no_match``).
    A comment that asks for a kind of answer with a wh-word (いくら, いつ, どこ, 誰 …) names only
-   the topics with a sentence holding both its words and that kind: asked a product's price,
+   the topics with a sentence holding both its words (nearly as many as the best such sentence
+   holds) and that kind: asked a product's price,
    the allergens page is no candidate; at or above ``strong``, when only the best topic can
    answer, it is answered (首相は誰ですか over two countries' articles is still asked back).
    Below ``clarify``: ``no_match``.
@@ -50,6 +51,9 @@ PLAUSIBLE_COVERAGE = 0.5
 #: half-missing JSQuAD sets: bench/gate.py).
 STANDOUT = 1.3
 STANDOUT_COVERAGE = 0.3
+#: A topic can answer a wh-question when one of its sentences holds the kind asked for and at least
+#: this share of the comment's words that the best such sentence of any topic holds.
+ABLE_SHARE = 0.6
 #: ... or, far ahead of the next topic, holds at least a little of it (a complaint in the viewer's words).
 FAR_AHEAD = 2.0
 FAR_COVERAGE = 0.15
@@ -197,8 +201,8 @@ def decide(text: str, docs: list[Hit], faq: list[Hit], meta: IndexMeta, threshol
 
 def _able_to_answer(text: str, topics: list[str], ranked: list[tuple[str, Hit, float]]) -> list[str]:
     """The topics whose best passage can answer what the comment asks with a wh-word: one of its
-    sentences holds both a word of the comment and the kind of answer asked for (いくら → an
-    amount). Asked a product's price, the company page that names the product in one sentence
+    sentences holds the kind of answer asked for (いくら → an amount) and words of the comment,
+    at least ``ABLE_SHARE`` of the most any such sentence holds. Asked a product's price, the company page that names the product in one sentence
     and its capital in another is no candidate. Empty when the comment asks for no kind, or no
     topic can answer."""
     focus = question_focus(text)
@@ -207,13 +211,22 @@ def _able_to_answer(text: str, topics: list[str], ranked: list[tuple[str, Hit, f
     words = set(search_tokens(text))
     passage = {topic: hit_text(hit) for topic, hit, _ in ranked}
 
-    def answers(topic: str) -> bool:
-        return any(
-            words & set(search_tokens(sentence)) and any(holds_kind(k, sentence) for k in focus.kinds)
-            for sentence in split_sentences(passage.get(topic, ""))
+    def answers(topic: str) -> float:
+        """The largest share of the comment's words in one of the topic's sentences holding the kind."""
+        return max(
+            (
+                len(words & set(search_tokens(sentence))) / len(words)
+                for sentence in split_sentences(passage.get(topic, ""))
+                if any(holds_kind(k, sentence) for k in focus.kinds)
+            ),
+            default=0.0,
         )
 
-    return [t for t in topics if answers(t)]
+    shares = {t: answers(t) for t in topics} if words else {}
+    most = max(shares.values(), default=0.0)
+    # A price of hand-baked crackers (せんべい, 120円) does not answer what the family bag (せんべいの
+    # お徳用袋) costs when another topic's sentence names both: only the topics that say nearly as much.
+    return [t for t in topics if shares.get(t, 0.0) > 0 and shares[t] >= ABLE_SHARE * most]
 
 
 def _title_names(title: str, terms: list[KeyTerm]) -> bool:

@@ -109,12 +109,25 @@ def faq_evidence(hit: Hit) -> FaqEvidence:
     )
 
 
+#: A document's second chunk is kept beside its best when it scores at least this share of the best:
+#: the answer may stand in the next section (a campaign's B prize in 【賞品】, while the rule about
+#: its A prize in 【注意事項】 scored a hair higher). Never more than two chunks of one document.
+CLOSE_SIBLING = 0.9
+MAX_CHUNKS_PER_DOCUMENT = 2
+
+
 def best_per_document(hits: list[Hit]) -> list[Hit]:
-    seen: set[str] = set()
+    """The hits (best first) with each document's best chunk, and its next when that scores as well."""
+    best: dict[str, float] = {}
+    kept: dict[str, int] = {}
     out = []
     for hit in hits:
-        if hit.doc_id not in seen:
-            seen.add(hit.doc_id)
+        top = best.get(hit.doc_id)
+        if top is None:
+            best[hit.doc_id], kept[hit.doc_id] = hit.score, 1
+            out.append(hit)
+        elif kept[hit.doc_id] < MAX_CHUNKS_PER_DOCUMENT and top > 0 and hit.score >= CLOSE_SIBLING * top:
+            kept[hit.doc_id] += 1
             out.append(hit)
     return out
 

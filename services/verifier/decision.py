@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kotae.citations import MARKER, Block, numbered_blocks, strip_markers, without_title_label
+from kotae.citations import MARKER, Block, faq_question, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import DraftV1, ModelCall
 from kotae.knowledge.text import split_sentences
 from kotae.providers import ChatModel
@@ -123,7 +123,10 @@ def draft_relevance(draft: DraftV1) -> Relevance:
     """Does the draft address what its comment asks about (offline)?"""
     blocks = cited_blocks(draft)
     sentences = [strip_markers(without_title_label(s, blocks)) for s in split_sentences(draft.answer)]
-    return relevance(draft.comment.text, _with_sources(sentences, blocks), [(b.title, b.text) for b in blocks])
+    asked = [q for b in blocks for q in faq_question(b)]
+    return relevance(
+        draft.comment.text, _with_sources(sentences, blocks), [(b.title, b.text) for b in blocks], read_with=asked
+    )
 
 
 def left_out(draft: DraftV1) -> list[str]:
@@ -140,7 +143,9 @@ def left_out(draft: DraftV1) -> list[str]:
             bare = strip_markers(sentence).rstrip("。.")
             if not bare or bare in said or not any(holds_kind(k, sentence) for k in focus.kinds):
                 continue
-            if relevance(draft.comment.text, [sentence], [(block.title, block.text)]).relevant:
+            if relevance(
+                draft.comment.text, [sentence], [(block.title, block.text)], read_with=faq_question(block)
+            ).relevant:
                 out.append(sentence)
     return out
 

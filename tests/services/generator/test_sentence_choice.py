@@ -4,7 +4,7 @@ second only when it adds to the answer."""
 from __future__ import annotations
 
 from kotae.citations import numbered_blocks
-from kotae.contracts import Evidence
+from kotae.contracts import Evidence, FaqEvidence
 from kotae.knowledge.text import split_sentences
 from kotae.services.generator.sentence_choice import choose
 from tests.factories import HEARING, TRANSPORT, TRANSPORT_EN
@@ -46,3 +46,17 @@ def test_nothing_relevant_is_nothing_to_quote_and_the_reason_says_what_was_missi
 def test_a_kana_spelling_still_finds_its_sentence() -> None:
     picked = choose("ほちょうき", sentences(HEARING), max_sentences=2)
     assert "3万円" in picked.chosen[0].sentence
+
+
+def test_an_faq_entry_answering_the_same_question_is_quoted() -> None:
+    """Asked where the street-speech schedule is, the FAQ's answer names the site; its question names the speeches."""
+    faq = FaqEvidence(
+        faq_id="faq-speech",
+        question="街頭演説の予定はどこで見られますか？",
+        answer="公式サイトと陣営のXアカウントで、毎日午前8時にその日の予定を更新しています。",
+    )
+    blocks = numbered_blocks([TRANSPORT], [faq])
+    pairs = [(b, s) for b in blocks for s in split_sentences(b.text.split("\n", 1)[-1] if b.kind == "faq" else b.text)]
+    picked = choose("街頭演説の予定はどこで確認できますか", pairs, max_sentences=2)
+    assert picked.chosen and picked.chosen[0].block.kind == "faq", picked.reason
+    assert "公式サイト" in picked.chosen[0].sentence

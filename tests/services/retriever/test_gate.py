@@ -208,3 +208,14 @@ def test_a_wh_question_two_topics_can_answer_is_asked_back_naming_them() -> None
     dutch = _hit("オランダ", "オランダの首相はマルク・ルッテである。", 0.9)
     decision = decide("首相は誰ですか", [laos, dutch], [], _meta(), Thresholds(answer=0.35, clarify=0.2, strong=0.6))
     assert decision.gate == "clarify" and set(decision.candidates) == {"ラオス", "オランダ"}
+
+
+def test_a_topic_whose_sentence_holds_only_a_word_of_the_question_cannot_answer_it() -> None:
+    # Asked the family bag's price: the stores page names the bag and prices another cracker; only
+    # the catalogue's sentence holds the bag and a price.
+    catalogue = _hit("商品と価格", "せんべいのお徳用袋は598円。", 0.9)
+    stores = _hit("取扱店舗", "お徳用袋は店頭にない。手焼きせんべいは1枚120円で本店だけで買える。", 0.9)
+    thresholds = Thresholds(answer=0.35, clarify=0.2, strong=0.6)
+    decision = decide("せんべいのお徳用袋はいくらになりましたか", [catalogue, stores], [], _meta(), thresholds)
+    assert decision.gate == "answer", decision.reason
+    assert decision.reason.endswith("the best topic holds the kind asked for")

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from kotae.contracts import FaqEvidence
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.services.verifier.decision import VerifierPolicy, decide
 from kotae.settings import load_settings
@@ -52,6 +53,20 @@ async def test_offline_english_answer_about_another_thing_ends_unanswered() -> N
     answer = "The bus fare will be capped at 300 yen for adults[1]."
     d = await decide(draft_for("How much is the taxi fare at night?", answer, [TRANSPORT_EN]), VerifierPolicy())
     assert d.outcome == "unanswered" and "taxi" in d.reason
+
+
+async def test_offline_an_faq_answer_is_verified_for_the_question_its_entry_answers() -> None:
+    faq = FaqEvidence(
+        faq_id="faq-speech",
+        question="街頭演説の予定はどこで見られますか？",
+        answer="公式サイトと陣営のXアカウントで、毎日午前8時にその日の予定を更新しています。",
+    )
+    answer = "公式サイトと陣営のXアカウントで、毎日午前8時にその日の予定を更新しています[2]。"
+    d = await decide(draft_for("街頭演説の予定はどこで確認できますか", answer, [TRANSPORT], [faq]), VerifierPolicy())
+    assert d.outcome == "verified", d.reason
+    # The same answer to a question its entry does not answer names none of what was asked.
+    other = await decide(draft_for("討論会の予定はどこで確認できますか", answer, [TRANSPORT], [faq]), VerifierPolicy())
+    assert other.outcome == "unanswered" and "討論会" in other.reason
 
 
 async def test_an_uncited_claim_is_rejected_before_relevance_is_asked() -> None:
