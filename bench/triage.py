@@ -111,8 +111,8 @@ def load_sample() -> list[Labelled]:
     rows, seen = [], set()
     for line in (ROOT / "kotae" / "samples" / "comments.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        if row["id"] in seen:
-            continue  # the resent line
+        if "moderation" in row or row["id"] in seen:
+            continue  # a moderation event (a deletion, a ban), or the resent line
         seen.add(row["id"])
         rows.append(
             Labelled(

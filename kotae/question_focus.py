@@ -42,6 +42,12 @@ KIND_NAMES = {
     "quantity": "a number",
 }
 
+# "when" and "where" ask only where a question or clause starts, or after a verb of asking
+# (do you know when …): after a noun they only qualify it (the spell when the weather recovers).
+_ASKING_WH = (
+    r"(?:^\s*|[.,;:!?]\s*|\b(?:know|tell me|tell us|ask|asking|wonder|wondering|sure|idea|and|but|or|so|remind me"
+    r"|find out|check|say|since|until|from)\s+)"
+)
 # Wh-words and question phrases that make the kind explicit, most specific first.
 _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("amount", re.compile(r"いくら|幾ら|何円|なんえん|how much|what does it cost|price of|cost of", re.I)),
@@ -57,11 +63,16 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "time",
         re.compile(
             r"いつ|何時|なんじ|何日|なんにち|何月|なんがつ|何曜|なんよう|何年|なんねん|何時頃|何時ごろ"
-            r"|\bwhen\b|what time|what date|what day|which day|how long|until when|by when",
+            rf"|{_ASKING_WH}when\b|what time|what date|what day|which day|how long|until when|by when",
             re.I,
         ),
     ),
-    ("place", re.compile(r"どこ|何処|どちらで|どちらに|どちらへ|\bwhere\b|which (?:shop|store|place|city|town)", re.I)),
+    (
+        "place",
+        re.compile(
+            rf"どこ|何処|どちらで|どちらに|どちらへ|{_ASKING_WH}where\b|which (?:shop|store|place|city|town)", re.I
+        ),
+    ),
     ("person", re.compile(r"誰|だれ|どなた|どちら様|何者|\bwho\b|\bwhom\b|\bwhose\b", re.I)),
     (
         "quantity",

@@ -74,6 +74,8 @@ class Choice:
 
 #: Share of the question's terms a sentence must hold to count as restating it.
 RESTATES = 0.8
+#: The next sentence of a restating one continues it when its slot score is at least this share of the first's.
+CONTINUES = 0.5
 
 
 def _subject_label(question: str, best: Candidate) -> str:
@@ -175,9 +177,40 @@ def choose(question: str, sentences: list[tuple[Block, str]], *, max_sentences: 
         return Choice([], f"no sentence of the evidence answers it: {best.relevance.reason}")
     focus = question_focus(question)
     chosen = [relevant[0]]
+    follow = _continuation(question, candidates, chosen[0])
+    if follow is not None and max_sentences > 1:
+        chosen.append(follow)
     for cand in relevant[1:]:
         if len(chosen) >= max_sentences:
             break
-        if _adds(focus, chosen[0], cand) and cand.score >= 0.5 * chosen[0].score:
+        if cand not in chosen and _adds(focus, chosen[0], cand) and cand.score >= 0.5 * chosen[0].score:
             chosen.append(cand)
     return Choice(chosen, label=_subject_label(question, chosen[0]))
+
+
+def _continuation(question: str, candidates: list[Candidate], first: Candidate) -> Candidate | None:
+    """The sentence right after ``first`` in its block, when ``first`` restates the question, the next
+    one fills its slot about as well (or gives the kind asked for that ``first`` lacks), and the two
+    together address the question.
+
+    A question written from a passage restates one sentence and asks what the next one says
+    (…期間が出現することがある。この期間のことを梅雨の中休みという): the next sentence leaves its
+    subject to the first, so alone it names nothing asked about, and quoted after it, it is the answer.
+    """
+    follow = next((c for c in candidates if c.order == first.order + 1 and c.block.n == first.block.n), None)
+    if follow is None or first.relevance.coverage < RESTATES or follow.slot < CONTINUES * first.slot:
+        return None
+    focus = question_focus(question)
+    if focus.explicit and focus.kinds:
+        # Asked for a kind (いつ, いくら): only when the first does not give it and the next does.
+        if any(holds_kind(k, first.sentence) for k in focus.kinds):
+            return None
+        if not any(holds_kind(k, follow.sentence) for k in focus.kinds):
+            return None
+    together = relevance(
+        question,
+        [first.sentence, follow.sentence],
+        [(first.block.title, first.block.text)],
+        read_with=faq_question(first.block),
+    )
+    return follow if together.relevant else None

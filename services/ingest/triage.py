@@ -38,7 +38,9 @@ from typing import TYPE_CHECKING
 
 from kotae.contracts import CommentV1
 from kotae.knowledge.records import detect_lang
+from kotae.knowledge.terms import key_terms
 from kotae.knowledge.text import normalize, search_tokens
+from kotae.question_focus import question_focus
 from kotae.services.ingest.chatter import is_question
 from kotae.services.ingest.sources import RawComment
 
@@ -174,10 +176,25 @@ def similarity(a: str, b: str) -> float:
     2007年の人数), one shared word is not a shared question (サブレ and
     サブレのカロリーは), and a question with as many words of its own as shared ones (two at
     least) asks more than the other (工場見学 and 工場見学っておみやげもらえる?): all 0."""
-    return _similarity(frozenset(search_tokens(a)), frozenset(search_tokens(b)))
+    return _similarity(_Words.of(a), _Words.of(b))
 
 
-def _similarity(ta: frozenset[str], tb: frozenset[str]) -> float:
+@dataclass(frozen=True)
+class _Words:
+    """What a question is compared by: its content words, and the nouns among them."""
+
+    tokens: frozenset[str]
+    nouns: frozenset[str]
+
+    @classmethod
+    def of(cls, normalized: str) -> _Words:
+        # A Latin word is a noun here only when it names something (capitalised): start and begin are not.
+        nouns = frozenset(t.form for t in key_terms(normalized) if not t.latin or t.specific)
+        return cls(frozenset(search_tokens(normalized)), nouns)
+
+
+def _similarity(a: _Words, b: _Words) -> float:
+    ta, tb = a.tokens, b.tokens
     if not ta or not tb or {t for t in ta if t.isdigit()} != {t for t in tb if t.isdigit()}:
         return 0.0
     shared = len(ta & tb)
@@ -185,18 +202,37 @@ def _similarity(ta: frozenset[str], tb: frozenset[str]) -> float:
         return 0.0
     if any(len(own) >= max(_ASKS_MORE, shared) for own in (ta - tb, tb - ta)):
         return 0.0
+    a_own, b_own = a.nouns - tb, b.nouns - ta
+    if a_own and b_own and (shared < _SAME_TOPIC or (_names(a_own) and _names(b_own))):
+        # Each asks about a thing of its own: ドミニカ国の首都 / ドミニカ国の政体, エチオピアの公用語 /
+        # アムハラ語を公用語とする国. (ラオスで流通 / 国内で流通 say one thing twice: 国内 names nothing.)
+        return 0.0
     return shared / len(ta | tb)
 
 
 #: Content words of its own (and no fewer than it shares) that make a question another one.
 _ASKS_MORE = 2
+#: Words two questions must share to be one question when each also has words of its own.
+_SAME_TOPIC = 3
+_NAME = re.compile(r"^([ァ-ヺー]{2,}|[A-Za-z][A-Za-z0-9]+)$")
+
+
+def _names(words: frozenset[str]) -> bool:
+    """Whether ``words`` hold a name (a katakana word, or a capitalised Latin one): what a question is about."""
+    return any(_NAME.match(w) for w in words)
 
 
 @dataclass
 class _Recent:
     at: datetime
     comment_id: str
-    tokens: frozenset[str]
+    words: _Words
+    asks: frozenset[str] | None  # the kinds of answer it asks for with a wh-word; None without one
+
+
+def _asks(normalized: str) -> frozenset[str] | None:
+    focus = question_focus(normalized)
+    return frozenset(focus.kinds) if focus.explicit else None
 
 
 # --- the model method -----------------------------------------------------------
@@ -412,9 +448,10 @@ class Triage:
         if question is False:
             return Dropped(comment, "not_a_question: chatter (greeting, reaction or laughter)", method, None, degraded)
         paid = comment.superchat is not None
-        tokens = frozenset(search_tokens(comment.normalized))
+        words = _Words.of(comment.normalized) if self.merge_window_s else None
+        asks = _asks(comment.normalized) if self.merge_window_s else None
         if not paid:
-            earlier = self._near_duplicate(at, tokens)
+            earlier = self._near_duplicate(at, words, asks) if words is not None else None
             if earlier is not None:
                 return Dropped(
                     comment,
@@ -432,13 +469,13 @@ class Triage:
                     degraded,
                 )
         self._count(at)
-        if self.merge_window_s:
-            self._recent.append(_Recent(at, comment.comment_id, tokens))
+        if words is not None:
+            self._recent.append(_Recent(at, comment.comment_id, words, asks))
         stale = (self._latest - at).total_seconds() > self.stale_after_s
         priority = 2 if paid else (0 if stale else 1)
         return comment.model_copy(update={"priority": priority, "triage": "superchat" if paid else method})
 
-    def _near_duplicate(self, at: datetime, tokens: frozenset[str]) -> str | None:
+    def _near_duplicate(self, at: datetime, words: _Words, asks: frozenset[str] | None) -> str | None:
         if not self.merge_window_s:
             return None
         horizon = at - timedelta(seconds=self.merge_window_s)
@@ -447,7 +484,9 @@ class Triage:
         best, best_id = 0.0, None
         for r in self._recent:
             if horizon <= r.at <= at:
-                s = _similarity(tokens, r.tokens)
+                if asks is not None and r.asks is not None and asks != r.asks:
+                    continue  # asked for another kind of answer (when vs how long): another question
+                s = _similarity(words, r.words)
                 if s > best:
                     best, best_id = s, r.comment_id
         return best_id if best >= self.merge_similarity else None

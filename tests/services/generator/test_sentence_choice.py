@@ -60,3 +60,42 @@ def test_an_faq_entry_answering_the_same_question_is_quoted() -> None:
     picked = choose("街頭演説の予定はどこで確認できますか", pairs, max_sentences=2)
     assert picked.chosen and picked.chosen[0].block.kind == "faq", picked.reason
     assert "公式サイト" in picked.chosen[0].sentence
+
+
+def doc(text: str, title: str = "梅雨") -> Evidence:
+    return Evidence(doc_id="d", chunk_id="d#0", title=title, text=text)
+
+
+def test_a_sentence_that_restates_the_question_is_quoted_with_the_next_one_that_answers_it() -> None:
+    """…期間が出現することがある。この期間のことを梅雨の中休みという: alone, the first says nothing asked for."""
+    text = (
+        "梅雨入り当初は比較的しとしととした雨が連続することが多い。"
+        "梅雨の半ばには一旦天気が回復する期間が出現することがある。"
+        "この期間のことを梅雨の中休みという。"
+        "梅雨の末期には雨量が多くなる。"
+    )
+    picked = choose("梅雨の半ばに一旦天気が回復する期間のことを何というか？", sentences(doc(text)), max_sentences=2)
+    said = [c.sentence for c in picked.chosen]
+    assert said == [
+        "梅雨の半ばには一旦天気が回復する期間が出現することがある。",
+        "この期間のことを梅雨の中休みという。",
+    ]
+
+
+def test_the_next_sentence_is_not_added_when_the_first_gives_the_kind_asked_for() -> None:
+    text = "みなと線は2027年10月1日に運行を始める。みなと線の運賃は大人300円とする。"
+    picked = choose("みなと線はいつから走るの？", sentences(doc(text, "交通")), max_sentences=2)
+    assert [c.sentence for c in picked.chosen] == ["みなと線は2027年10月1日に運行を始める。"]
+
+
+def test_english_a_restating_sentence_is_quoted_with_the_next_one_that_answers_it() -> None:
+    text = (
+        "The rainy season starts in June. "
+        "In the middle of the rainy season there is sometimes a spell when the weather recovers. "
+        "This spell is called the rainy season break. "
+        "Heavy rain is common at its end."
+    )
+    question = "What is the spell when the weather recovers in the middle of the rainy season called?"
+    picked = choose(question, sentences(doc(text, "Rainy season")), max_sentences=2)
+    said = " ".join(c.sentence for c in picked.chosen)
+    assert "rainy season break" in said, [c.sentence for c in picked.chosen]

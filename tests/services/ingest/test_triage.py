@@ -243,6 +243,8 @@ def test_questions_that_share_only_question_words_are_not_merged() -> None:
         ("ｻﾌﾞﾚ", "サブレのカロリーってどれくらい？"),  # a keyword, then a question about something else
         ("工場見学", "工場見学っておみやげもらえる？"),  # the keyword's topic, then more than it asks
         ("shortbread", "how many calories in the shortbread?"),
+        ("ドミニカ国の政体は？", "ドミニカ国の首都は"),  # one country, two things asked about
+        ("アムハラ語を事実上の公用語としている国はどこか。", "エチオピアの事実上の公用語は？"),  # the inverse
     ],
 )
 def test_different_questions_are_never_merged(a: str, b: str) -> None:
@@ -377,3 +379,16 @@ def test_a_long_stream_keeps_bounded_state() -> None:
         assert isinstance(result, CommentV1)
     assert len(t._recent) <= 2 * 60 * 2 + 1  # the merge window (with its margin), not the whole stream
     assert len(t._admitted_at) <= 2 * 120 + 1
+
+
+def test_questions_asking_for_other_kinds_of_answer_are_not_merged() -> None:
+    t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=180)
+    assert isinstance(t.admit(RawComment(id="q1", text="梅雨の期間はどれくらいか？", published_at=at(0))), CommentV1)
+    assert isinstance(t.admit(RawComment(id="q2", text="梅雨の期間はいつから？", published_at=at(10))), CommentV1)
+    assert isinstance(
+        t.admit(RawComment(id="q3", text="How long is the rainy season?", published_at=at(20))), CommentV1
+    )
+    assert isinstance(t.admit(RawComment(id="q4", text="When is the rainy season?", published_at=at(30))), CommentV1)
+    # The same kind asked again in other words is still merged.
+    again = t.admit(RawComment(id="q5", text="梅雨の期間ってどのくらい？", published_at=at(40)))
+    assert isinstance(again, Dropped) and again.merged_into == "q1"
