@@ -165,6 +165,19 @@ _ASKING = {
     "用語",
     "出身地",
     "出身",
+    # ways of asking for a name, a reading or a kind (呼び方は, 読み方は, 西暦何年, どのあたり, 〜する人たち)
+    "呼び方",
+    "読み方",
+    "言い方",
+    "書き方",
+    "西暦",
+    "あたり",
+    "辺り",
+    "人たち",
+    "人々",
+    "こと",
+    "事",
+    "一番",
     "年代",
     "年",
     "日付",
@@ -254,8 +267,23 @@ class QuestionFocus:
         return " and ".join(KIND_NAMES[k] for k in self.kinds)
 
 
+# Question words used as adverbs ask for nothing: いくつか並べた (several), どこまでも (endlessly), いつも (always).
+_ADVERBIAL_WH = re.compile(r"いつも|いつでも|どこでも|どこまでも|(いくつ|幾つ)か(?![?？]|$)|何度も|何回も")
+
+
+# どちら after the options offered (開始と終了どちらに) picks one of them, not a place.
+_CHOICE = re.compile(r"[とか][^、。?？]{0,15}どちら")
+# いくら of a count (議席数はいくら) asks how many, not how much money.
+_COUNT_PRICED = re.compile(r"数(は|って|が)?\s*(いくら|幾ら)")
+
+
 def _kinds(text: str, analysis: Analysis) -> tuple[tuple[str, ...], bool]:
-    kinds = tuple(kind for kind, pattern in _ASKS if pattern.search(text))
+    asking = _ADVERBIAL_WH.sub("、", text)
+    if _CHOICE.search(asking):
+        asking = asking.replace("どちら", "、")
+    kinds = tuple(kind for kind, pattern in _ASKS if pattern.search(asking))
+    if "amount" in kinds and _COUNT_PRICED.search(asking):
+        kinds = tuple(dict.fromkeys("count" if k == "amount" else k for k in kinds))
     if kinds:
         return kinds, True
     if any(t.wh for t in analysis.tokens):

@@ -79,3 +79,27 @@ def test_the_viewers_honorific_is_not_part_of_the_name_asked_about(question: str
 )
 def test_english_when_and_where_ask_only_at_the_start_of_a_question_or_clause(question: str, kinds: tuple) -> None:
     assert question_focus(question).kinds == kinds
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("音の長さをいくつか並べたものを何という？", ()),  # いくつか: several
+        ("焦点をどこまでも引き伸ばすと何になる？", ()),  # どこまでも: endlessly
+        ("耳は音の開始と終了どちらに敏感か？", ()),  # one of the options offered, not a place
+        ("投票所はどちらにありますか", ("place",)),
+        ("国民議会の議席数はいくらか？", ("count",)),  # how many seats, not how much money
+        ("保育料はいくら？", ("amount",)),
+    ],
+)
+def test_question_words_that_ask_for_no_kind_or_another_one(question: str, kinds: tuple) -> None:
+    assert question_focus(question).kinds == kinds
+
+
+def test_words_that_only_say_how_something_is_asked_are_no_focus() -> None:
+    for question, kept in [
+        ("ラオス語で「郡」の他の呼び方は", {"ラオス語", "郡"}),
+        ("野菜などを作る人たちを何というか", {"野菜"}),
+        ("非円唇前舌半狭母音の読み方は", {"非円唇前舌半狭母音"}),
+    ]:
+        assert {t.text for t in question_focus(question).terms} == kept, question

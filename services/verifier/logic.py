@@ -28,7 +28,7 @@ from kotae.answer_slot import SLOT_MARGIN, SLOT_MARGIN_EN, SlotPlaces
 from kotae.citations import MARKER, Block, citation_check, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import Evidence, FaqEvidence
 from kotae.grounding import SUPPORT_THRESHOLD, support
-from kotae.knowledge.text import is_japanese, split_sentences
+from kotae.knowledge.text import is_japanese, normalize, split_sentences
 from kotae.sentence_analysis import analyse, evidence_sentences, negations
 from kotae.services.verifier.alignment import SLOT_SURE, Finding, align_with_places, leans_on_question
 
@@ -146,8 +146,23 @@ def _polarity_flip(claim: str, cited: list[Block]) -> Finding | None:
     return Finding(1, claim, "polarity", best.text, n, claim=claim, reason=f"{said} [{n}] (evidence: {best.text!r})")
 
 
+def _verbatim(claim: str, cited: list[Block]) -> bool:
+    """Whether ``claim`` is one of the cited sentences, word for word (widths and spacing aside)."""
+    said = _as_quoted(claim)
+    return bool(said) and any(_as_quoted(s) == said for b in cited for s in split_sentences(b.text))
+
+
+def _as_quoted(text: str) -> str:
+    return normalize(text).rstrip("。.").replace(" ", "")
+
+
 def _check_claim(claims: _Claims, sentence: str, cited: list[Block], question: str | None) -> None:
     claim = strip_markers(without_title_label(sentence, cited))
+    if _verbatim(claim, cited):
+        # A quote of a cited sentence says what the evidence says, however its words are placed
+        # (また、その形態。 holds its term in no relation the alignment can read; 非 is no negation).
+        claims.clean.append(1.0)
+        return
     refs = "".join(f"[{b.n}]" for b in cited)
     evidence = [(b.n, b.text) for b in cited]
     findings, places = align_with_places(claim, evidence, question)

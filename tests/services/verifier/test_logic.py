@@ -143,3 +143,25 @@ def test_answer_without_evidence_is_rejected() -> None:
 
 def test_safe_replies_exist_for_both_languages() -> None:
     assert SAFE_REPLY["ja"] and SAFE_REPLY["en"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # a short sentence whose term no relation around it can place
+        "また、その形態[1]。",
+        # another name given in parentheses, with 非 in it, quoted in full-width brackets
+        "半狭前舌非円唇母音（はんせま・まえじた・ひえんしんぼいん）ともいう[1]。",
+    ],
+)
+def test_a_word_for_word_quote_of_a_cited_sentence_is_supported(answer: str) -> None:
+    text = (
+        "非円唇前舌半狭母音(ひえんしん・まえじた・はんせまぼいん)は母音の種類の一つ。"
+        "半狭前舌非円唇母音(はんせま・まえじた・ひえんしんぼいん)ともいう。"
+        "ノンフィクションとは、史実や記録に基づいた作品。また、その形態。"
+    )
+    doc = Evidence(doc_id="d", chunk_id="d#0", title="用語", text=text)
+    v = verify(answer, [doc], [])
+    assert v.verdict == 0 and v.decision == "supported", v.reasons
+    # The same words negated are not a quote.
+    assert verify(answer.replace("[1]。", "ではない[1]。"), [doc], []).verdict != 0
