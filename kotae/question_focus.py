@@ -345,18 +345,29 @@ def _english_terms(chunk: str) -> list[FocusTerm]:
 _HONORIFIC = re.compile(r"(さん|ちゃん|くん|君|様|さま|氏)$")
 
 
+def _without_honorifics(term: Term, analysis: Analysis) -> list[Term]:
+    """The term without the honorifics a viewer puts after a name (みらいさん → みらい), split where
+    one stands inside it (海野さん本人 → 海野, 本人): documents name the person without them."""
+    tokens = analysis.tokens[term.start : term.end]
+    cuts = [i for i, t in enumerate(tokens) if 0 < i and _HONORIFIC.fullmatch(t.surface)]
+    if not cuts:
+        return [term]
+    pieces, begin = [], 0
+    for cut in [*cuts, len(tokens)]:
+        if cut > begin:
+            text = "".join(t.surface for t in tokens[begin:cut])
+            pieces.append(replace(term, text=text, start=term.start + begin, end=term.start + cut))
+        begin = cut + 1
+    return pieces
+
+
 def _focus_terms(chunk: str) -> list[FocusTerm]:
     if not is_japanese(chunk):
         return _english_terms(chunk)
     analysis = analyse(chunk)
     terms: list[FocusTerm] = []
-    for term in analysis.terms:
+    for term in (piece for whole in analysis.terms for piece in _without_honorifics(whole, analysis)):
         tokens = analysis.tokens[term.start : term.end]
-        honorific = _HONORIFIC.search(term.text) if len(tokens) > 1 else None
-        if honorific and tokens[-1].surface == honorific.group(0):
-            # みらいさん, みらいちゃん: documents name the person without the viewer's honorific.
-            tokens = tokens[:-1]
-            term = replace(term, text=term.text[: honorific.start()], end=term.end - 1)
         forms = frozenset(f for t in tokens for f in t.forms)
         if not forms or term.text in _ASKING or forms <= _ASKING:
             continue

@@ -103,3 +103,9 @@ def test_words_that_only_say_how_something_is_asked_are_no_focus() -> None:
         ("非円唇前舌半狭母音の読み方は", {"非円唇前舌半狭母音"}),
     ]:
         assert {t.text for t in question_focus(question).terms} == kept, question
+
+
+def test_an_honorific_inside_a_term_splits_it_into_the_name_and_what_follows() -> None:
+    terms = {t.text for t in question_focus("このコメントに返事してるのって海野さん本人？").terms}
+    assert terms == {"海野", "本人"}
+    assert {t.text for t in question_focus("みらいさんの誕生日は？").terms} == {"みらい", "誕生日"}
