@@ -525,6 +525,57 @@ def jnli(path: Path, limit: int | None, sure: float = SURE) -> str:
     return "\n".join(lines)
 
 
+def _content_words(tokenizer: Any, text: str) -> dict[str, set[int]]:
+    """A sentence's content words (normalised form → its Sudachi synonym groups)."""
+    out: dict[str, set[int]] = {}
+    for m in tokenizer.tokenize(text):
+        pos = m.part_of_speech()
+        if pos[0] in ("名詞", "動詞", "形容詞", "形状詞", "副詞") and pos[1] != "非自立可能":
+            out[m.normalized_form()] = set(m.synonym_group_ids())
+    return out
+
+
+def jnli_word_overlap(path: Path, limit: int | None) -> str:
+    """What any word-overlap check can do on JNLI: the share of the hypothesis's content words the
+    premise holds, by its own word or (second column) by a Sudachi synonym group, swept as a threshold.
+    An entailment is kept, a contradiction rejected, when the share is at or above the threshold."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if limit:
+        rows = rows[:limit]
+    tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.C)
+    shares: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for row in rows:
+        premise = _content_words(tokenizer, unicodedata.normalize("NFKC", row["sentence1"]))
+        hypothesis = _content_words(tokenizer, unicodedata.normalize("NFKC", row["sentence2"]))
+        if not hypothesis:
+            continue
+        groups = set().union(*premise.values()) if premise else set()
+        held = [w in premise for w in hypothesis]
+        bridged = [w in premise or bool(g & groups) for w, g in hypothesis.items()]
+        shares[row["label"]].append((sum(held) / len(held), sum(bridged) / len(bridged)))
+    lines = [
+        "| share of the hypothesis's content words in the premise ≥ | entailment kept | contradiction rejected "
+        "| neutral rejected | with synonym groups: entailment kept | contradiction rejected |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+
+        def kept(label: str, i: int, t: float = t) -> float:
+            xs = shares[label]
+            return sum(x[i] >= t for x in xs) / max(1, len(xs))
+
+        lines.append(
+            f"| {t:.1f} | {kept('entailment', 0):.3f} | {1 - kept('contradiction', 0):.3f} "
+            f"| {1 - kept('neutral', 0):.3f} | {kept('entailment', 1):.3f} | {1 - kept('contradiction', 1):.3f} |"
+        )
+    mean = {label: sum(x[0] for x in xs) / max(1, len(xs)) for label, xs in shares.items()}
+    lines.append(
+        f"\nMean share: entailment {mean.get('entailment', 0):.3f}, contradiction {mean.get('contradiction', 0):.3f}, "
+        f"neutral {mean.get('neutral', 0):.3f}."
+    )
+    return "\n".join(lines)
+
+
 def cascade_with_model(results: list[Result], limit: int, sure: float) -> str:
     """The cascade itself (``decision.decide``) on the cases the offline method is unsure of, against
     the local fake model server (its checker passes every draft it is shown): calls made and outcomes."""
@@ -618,6 +669,8 @@ def main() -> int:
         t3 = time.perf_counter()
         print("\nJNLI v1.3 validation (premise = cited context, hypothesis = answer):\n")
         print(jnli(args.jnli, args.limit, args.sure))
+        print("\nJNLI, what word overlap alone can separate (no verifier: the ceiling of a lexical check):\n")
+        print(jnli_word_overlap(args.jnli, args.limit))
         print(f"\n({time.perf_counter() - t3:.1f} s)")
     return 0
 
