@@ -489,10 +489,12 @@ _PLACE_SUFFIX = re.compile(
     r"(駅|館|場|所|センター|店|港|室|ホール|会場|役場|役所|庁|庁舎|病院|診療所|学校|大学|事務所|窓口|公園|施設|ページ|サイト|アプリ"
     r"|県|市|町|村|区|島|国|州|通り|ビル|広場|空港|本店|支店|工場|メッセ|スクエア|プラザ|ストア|ショップ"
     # where to send or ask: a department, a form, an account (広報部, お問い合わせフォーム, Xアカウント)
-    r"|(?<![一全細外内大])部|課|局|係|フォーム|アカウント|宛)$"
+    r"|(?<![一全細外内大])部|課|局|係|フォーム|アカウント|宛"
+    # around a place (樺太付近, 房総沖, 関東地方)
+    r"|付近|周辺|沖|一帯|地方|地域|沿岸|流域)$"
 )
 _PERSON_SUFFIX = re.compile(
-    r"(氏|さん|様|長|者|員|師|医|家|官|王|帝|皇|天皇|将軍|大臣|首相|教授|博士|選手|監督|知事|先生|代表|担当|夫人|卿|公)$"
+    r"(氏|さん|様|長|者|者側|員|師|医|家|官|王|帝|皇|天皇|将軍|大臣|首相|教授|博士|選手|監督|知事|先生|代表|担当|夫人|卿|公)$"
 )
 
 
@@ -502,7 +504,9 @@ _KANJI_NOUN = re.compile(r"[\u4e00-\u9fff々]{2,}")
 def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -> bool:
     """Does ``text`` hold a phrase of the kind of answer ``kind`` (a date, an amount, a place …)?
 
-    A person or a place must be a phrase holding none of ``besides`` (the question's own terms).
+    A person or a place must be a phrase other than ``besides`` (the question's own terms) and
+    their parts: asked who the governor is, 知事 names nobody; 国連事務総長 names one though the
+    question said 国連.
 
     Example::
 
@@ -512,7 +516,7 @@ def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -
     if kind in _FILLS:
         return bool(_FILLS[kind].search(normalize(text)))
     analysis = analyse(text)
-    terms = [t for t in analysis.terms if not any(b in t.text for b in besides)]
+    terms = [t for t in analysis.terms if not any(t.text in b for b in besides)]
     if kind == "place":
         for t in terms:
             tokens = analysis.tokens[t.start : t.end]

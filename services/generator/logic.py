@@ -22,7 +22,7 @@ from kotae.contracts import Citation, CitationCheck, CommentV1, ModelCall, Reran
 from kotae.knowledge.embeddings import Embedder
 from kotae.knowledge.text import search_tokens, split_sentences
 from kotae.services.generator.across_languages import choose_across_languages
-from kotae.services.generator.sentence_choice import choose
+from kotae.services.generator.sentence_choice import Candidate, choose
 
 METHOD = "extractive"
 
@@ -99,14 +99,6 @@ def draft_from_text(answer: str, blocks: list[Block], *, method: str, **extra: o
     )
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    block: Block
-    sentence: str
-    score: float
-    rank: int  # order of the block, then of the sentence inside it
-
-
 def _cite(sentence: str, n: int) -> str:
     """Put ``[n]`` before the sentence's closing punctuation (Japanese) or after it."""
     m = re.search(r"[。．!?！？.]+$", sentence)
@@ -168,19 +160,21 @@ def extractive_answer(
         picked = choose(comment.normalized, [], max_sentences=max_sentences)
     if not picked.chosen:
         return not_found_draft(lang, len(blocks), reason=picked.reason)
+    said = picked.chosen[0].block.lang or lang  # the language quoted, which may not be the comment's
+    sep = "" if said == "ja" else " "
+
+    def spoken(c: Candidate) -> str:
+        return title_label(picked.label) + c.sentence if picked.label and c is picked.chosen[0] else c.sentence
+
+    # The best sentence always; the others, best first, while the answer stays short enough to say.
+    # Only then in the evidence's order: cutting in that order dropped the sentence that answers.
     chosen = [picked.chosen[0]]
     for cand in picked.chosen[1:]:
-        if not any(_same_content(cand.sentence, c.sentence) for c in chosen):
-            chosen.append(cand)
+        if any(_same_content(cand.sentence, c.sentence) for c in chosen):
+            continue
+        if max_chars is not None and len(sep.join(spoken(c) for c in [*chosen, cand])) > max_chars:
+            continue
+        chosen.append(cand)
     chosen.sort(key=lambda c: c.order)
-    said = chosen[0].block.lang or lang  # the language quoted, which may not be the comment's
-    sep = "" if said == "ja" else " "
-    answer = sep.join(
-        _cite(
-            title_label(picked.label) + c.sentence if picked.label and c is picked.chosen[0] else c.sentence, c.block.n
-        )
-        for c in chosen
-    )
-    if max_chars is not None:
-        answer = fit_spoken(answer, said, max_chars)
+    answer = sep.join(_cite(spoken(c), c.block.n) for c in chosen)
     return draft_from_text(answer, blocks, method=METHOD)

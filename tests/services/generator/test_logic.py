@@ -255,3 +255,19 @@ def test_every_extractive_draft_passes_the_verifier(comment: str, docs: list[Evi
     assert not d.not_found
     verdict = verify(d.answer, rerank.docs, rerank.faq)
     assert verdict.verdict == 0, verdict.reasons
+
+
+def test_a_short_spoken_budget_drops_a_second_sentence_and_keeps_the_one_that_answers() -> None:
+    """The best sentence comes second in the evidence; cutting in the evidence's order said only the first."""
+    text = (
+        "漢字表記「梅雨」の語源としては、この時期は梅の実が熟す頃であることからという説がある。"
+        "このほかに、旧暦で5月頃であることに由来する「五月雨（さみだれ）」という呼び方もある。"
+    )
+    doc = evidence("rainy", "梅雨", text)
+    norm = normalize("旧暦で5月頃であることに由来して、梅雨は別名何と呼ばれるか？")
+    comment = CommentV1(comment_id="c1", stream_id="s1", author="viewer", text=norm, normalized=norm, lang="ja")
+    rerank = RerankV1(comment_id="c1", stream_id="s1", comment=comment, docs=[doc], faq=[], method="keep_top_n")
+    roomy = extractive_answer(comment, rerank, max_sentences=2, max_chars=200)
+    assert len(split_sentences(roomy.answer)) == 2  # both, in the evidence's order
+    short = extractive_answer(comment, rerank, max_sentences=2, max_chars=60)
+    assert "五月雨" in short.answer and len(split_sentences(short.answer)) == 1
