@@ -367,6 +367,9 @@ def _focus_terms(chunk: str) -> list[FocusTerm]:
     analysis = analyse(chunk)
     terms: list[FocusTerm] = []
     for term in (piece for whole in analysis.terms for piece in _without_honorifics(whole, analysis)):
+        before = analysis.tokens[term.start - 1] if term.start > 0 else None
+        if before is not None and before.wh and before.pos[0] == "連体詞":
+            continue  # どんな言語, どの国: the sort of thing the answer is (英語, オランダ), not what it is about
         tokens = analysis.tokens[term.start : term.end]
         forms = frozenset(f for t in tokens for f in t.forms)
         if not forms or term.text in _ASKING or forms <= _ASKING:
@@ -491,7 +494,7 @@ _PLACE_SUFFIX = re.compile(
     # where to send or ask: a department, a form, an account (広報部, お問い合わせフォーム, Xアカウント)
     r"|(?<![一全細外内大])部|課|局|係|フォーム|アカウント|宛"
     # around a place (樺太付近, 房総沖, 関東地方)
-    r"|付近|周辺|沖|一帯|地方|地域|沿岸|流域)$"
+    r"|付近|周辺|沖|一帯|地方|地域|地帯|地区|区域|沿岸|流域)$"
 )
 _PERSON_SUFFIX = re.compile(
     r"(氏|さん|様|長|者|者側|員|師|医|家|官|王|帝|皇|天皇|将軍|大臣|首相|教授|博士|選手|監督|知事|先生|代表|担当|夫人|卿|公)$"

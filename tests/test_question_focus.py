@@ -109,3 +109,8 @@ def test_an_honorific_inside_a_term_splits_it_into_the_name_and_what_follows() -
     terms = {t.text for t in question_focus("このコメントに返事してるのって海野さん本人？").terms}
     assert terms == {"海野", "本人"}
     assert {t.text for t in question_focus("みらいさんの誕生日は？").terms} == {"みらい", "誕生日"}
+
+
+def test_the_noun_a_which_word_picks_is_the_sort_of_answer_not_the_focus() -> None:
+    assert {t.text for t in question_focus("強勢リズムはどんな言語に見られるか").terms} == {"強勢リズム"}
+    assert {t.text for t in question_focus("どの国の首都が一番大きい？").terms} == {"首都"}
