@@ -63,6 +63,16 @@ LUNCH = KBRecord(
 )
 
 
+def retrieve_once(records: list[KBRecord], text: str, settings: Settings) -> Retrieval:
+    """Index ``records`` as the default knowledge base and retrieve ``text`` once."""
+    index(records, "default", settings)
+    retriever = Retriever(settings)
+    try:
+        return retriever.retrieve(text, kb="default", day=STREAM_DAY)
+    finally:
+        retriever.close()
+
+
 def ids(result: Retrieval) -> list[str]:
     return [d.doc_id for d in result.docs]
 
@@ -271,12 +281,7 @@ def test_the_section_that_holds_the_answer_is_kept_beside_the_best_scoring_one(t
         id="campaign", kind="doc", title="キャンペーン応募要項", text=f"# 注意事項\n{rules}\n# 賞品\n{prizes}"
     )
     assert len(chunk_record(campaign)) == 2
-    index([campaign, CHILDCARE, LUNCH], "default", settings)
-    retriever = Retriever(settings)
-    try:
-        result = retriever.retrieve("キャンペーンのB賞の賞品は何ですか", kb="default", day=STREAM_DAY)
-    finally:
-        retriever.close()
+    result = retrieve_once([campaign, CHILDCARE, LUNCH], "キャンペーンのB賞の賞品は何ですか", settings)
     assert ids(result)[:2] == ["campaign", "campaign"]
     assert any("B賞は目覚まし時計" in d.text for d in result.docs[:2])
 
@@ -286,12 +291,7 @@ def test_one_document_does_not_crowd_out_the_others_with_its_many_matching_chunk
     long = "# 保育料\n" + "".join(f"保育料の説明その{i}です。" for i in range(40)) + "\n# 保育所\n保育所を増やします。"
     big = KBRecord(id="big", kind="doc", title="保育料のすべて", text=long)
     assert len(chunk_record(big)) > 2
-    index([big, CHILDCARE, LUNCH], "default", settings)
-    retriever = Retriever(settings)
-    try:
-        result = retriever.retrieve("保育料", kb="default", day=STREAM_DAY)
-    finally:
-        retriever.close()
+    result = retrieve_once([big, CHILDCARE, LUNCH], "保育料", settings)
     assert ids(result).count("big") <= MAX_CHUNKS_PER_DOCUMENT
     assert {"childcare", "lunch"} <= set(ids(result))  # the other documents are not crowded out
 
