@@ -17,7 +17,9 @@ The best one is the answer; when it restates the question without naming its sub
 (〇〇な国は → "…の注目を集めている"), the answer is what its document is about, and the
 document's title goes before it as a label (【ラオス】). A second sentence is added only when it adds to the answer: it
 gives a kind of answer the first does not (いつから？何人目から？), or, for a question without a
-wh-word, it addresses terms of the question the first leaves out. When no sentence is
+wh-word, it addresses terms of the question the first leaves out; or the first restates the
+question and the next sentence of its block, which leaves its subject to the first, fills the
+slot (…期間が出現することがある。この期間のことを梅雨の中休みという). When no sentence is
 relevant there is nothing to quote, and the reason says what was missing.
 """
 

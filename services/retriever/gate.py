@@ -21,9 +21,9 @@ Three questions, in this order:
    topic (``answer``); none: the comment only brushed the knowledge base (``no_match``).
    A comment that asks for a kind of answer with a wh-word (いくら, いつ, どこ, 誰 …) names only
    the topics with a sentence holding both its words (nearly as many as the best such sentence
-   holds) and that kind: asked a product's price,
-   the allergens page is no candidate; at or above ``strong``, when only the best topic can
-   answer, it is answered (首相は誰ですか over two countries' articles is still asked back).
+   holds) and that kind: asked a product's price, the allergens page is no candidate; at or
+   above ``strong``, when only the best topic can answer, it is answered (首相は誰ですか over
+   two countries' articles is still asked back).
    Below ``clarify``: ``no_match``.
 
 Example::
@@ -202,9 +202,9 @@ def decide(text: str, docs: list[Hit], faq: list[Hit], meta: IndexMeta, threshol
 def _able_to_answer(text: str, topics: list[str], ranked: list[tuple[str, Hit, float]]) -> list[str]:
     """The topics whose best passage can answer what the comment asks with a wh-word: one of its
     sentences holds the kind of answer asked for (いくら → an amount) and words of the comment,
-    at least ``ABLE_SHARE`` of the most any such sentence holds. Asked a product's price, the company page that names the product in one sentence
-    and its capital in another is no candidate. Empty when the comment asks for no kind, or no
-    topic can answer."""
+    at least ``ABLE_SHARE`` of the most any such sentence holds. Asked a product's price, the
+    company page that names the product in one sentence and its capital in another is no
+    candidate. Empty when the comment asks for no kind, or no topic can answer."""
     focus = question_focus(text)
     if not focus.explicit or not focus.kinds:
         return []
