@@ -36,11 +36,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kotae.answer_slot import asks_for_slot
 from kotae.contracts import CommentV1
 from kotae.knowledge.records import detect_lang
 from kotae.knowledge.terms import key_terms
 from kotae.knowledge.text import normalize, search_tokens
 from kotae.question_focus import question_focus
+from kotae.sentence_analysis import analyse
 from kotae.services.ingest.chatter import is_question
 from kotae.services.ingest.sources import RawComment
 
@@ -203,7 +205,10 @@ def _similarity(a: _Words, b: _Words) -> float:
     if any(len(own) >= max(_ASKS_MORE, shared) for own in (ta - tb, tb - ta)):
         return 0.0
     a_own, b_own = a.nouns - tb, b.nouns - ta
-    if a_own and b_own and (shared < _SAME_TOPIC or (_names(a_own) and _names(b_own))):
+    # Nouns, not tokens, say how much of a topic is shared: 日本共産党 splits into 共産, 共産党
+    # and 日本, which would make 日本共産党の略称 and 日本共産党の機関紙 share three words.
+    topic = len(a.nouns & b.nouns)
+    if a_own and b_own and (topic < _SAME_TOPIC or (_names(a_own) and _names(b_own))):
         # Each asks about a thing of its own: ドミニカ国の首都 / ドミニカ国の政体, エチオピアの公用語 /
         # アムハラ語を公用語とする国. (ラオスで流通 / 国内で流通 say one thing twice: 国内 names nothing.)
         return 0.0
@@ -212,8 +217,8 @@ def _similarity(a: _Words, b: _Words) -> float:
 
 #: Content words of its own (and no fewer than it shares) that make a question another one.
 _ASKS_MORE = 2
-#: Words two questions must share to be one question when each also has words of its own.
-_SAME_TOPIC = 3
+#: Nouns two questions must share to be one question when each also has nouns of its own.
+_SAME_TOPIC = 2
 _NAME = re.compile(r"^([ァ-ヺー]{2,}|[A-Za-z][A-Za-z0-9]+)$")
 
 
@@ -227,12 +232,29 @@ class _Recent:
     at: datetime
     comment_id: str
     words: _Words
-    asks: frozenset[str] | None  # the kinds of answer it asks for with a wh-word; None without one
+    asks: _Asks
 
 
-def _asks(normalized: str) -> frozenset[str] | None:
-    focus = question_focus(normalized)
-    return frozenset(focus.kinds) if focus.explicit else None
+@dataclass(frozen=True)
+class _Asks:
+    """What kind of answer a question asks for: the kinds its wh-word names (None without one), and
+    whether it asks for something at all (〜国は, いつ？) rather than stating or offering it."""
+
+    kinds: frozenset[str] | None
+    open: bool
+
+    @classmethod
+    def of(cls, normalized: str) -> _Asks:
+        focus = question_focus(normalized)
+        kinds = frozenset(focus.kinds) if focus.explicit else None
+        return cls(kinds, kinds is not None or asks_for_slot(analyse(normalized)))
+
+    def differs(self, other: _Asks) -> bool:
+        """Another kind of answer (when vs how long), or one asks for a thing the other only states
+        (…適法とされる国は / …適法とされる): two questions, whatever words they share."""
+        if self.open != other.open:
+            return True
+        return self.kinds is not None and other.kinds is not None and self.kinds != other.kinds
 
 
 # --- the model method -----------------------------------------------------------
@@ -449,7 +471,7 @@ class Triage:
             return Dropped(comment, "not_a_question: chatter (greeting, reaction or laughter)", method, None, degraded)
         paid = comment.superchat is not None
         words = _Words.of(comment.normalized) if self.merge_window_s else None
-        asks = _asks(comment.normalized) if self.merge_window_s else None
+        asks = _Asks.of(comment.normalized) if self.merge_window_s else None
         if not paid:
             earlier = self._near_duplicate(at, words, asks) if words is not None else None
             if earlier is not None:
@@ -469,13 +491,13 @@ class Triage:
                     degraded,
                 )
         self._count(at)
-        if words is not None:
+        if words is not None and asks is not None:
             self._recent.append(_Recent(at, comment.comment_id, words, asks))
         stale = (self._latest - at).total_seconds() > self.stale_after_s
         priority = 2 if paid else (0 if stale else 1)
         return comment.model_copy(update={"priority": priority, "triage": "superchat" if paid else method})
 
-    def _near_duplicate(self, at: datetime, words: _Words, asks: frozenset[str] | None) -> str | None:
+    def _near_duplicate(self, at: datetime, words: _Words, asks: _Asks | None) -> str | None:
         if not self.merge_window_s:
             return None
         horizon = at - timedelta(seconds=self.merge_window_s)
@@ -484,8 +506,8 @@ class Triage:
         best, best_id = 0.0, None
         for r in self._recent:
             if horizon <= r.at <= at:
-                if asks is not None and r.asks is not None and asks != r.asks:
-                    continue  # asked for another kind of answer (when vs how long): another question
+                if asks is not None and asks.differs(r.asks):
+                    continue
                 s = _similarity(words, r.words)
                 if s > best:
                     best, best_id = s, r.comment_id

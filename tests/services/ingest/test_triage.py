@@ -245,6 +245,8 @@ def test_questions_that_share_only_question_words_are_not_merged() -> None:
         ("shortbread", "how many calories in the shortbread?"),
         ("ドミニカ国の政体は？", "ドミニカ国の首都は"),  # one country, two things asked about
         ("アムハラ語を事実上の公用語としている国はどこか。", "エチオピアの事実上の公用語は？"),  # the inverse
+        ("日本共産党の略称は？", "日本共産党の機関紙は？"),  # one party (in three tokens), two things asked
+        ("オランダの公用語は", "日本の公用語は。"),  # one thing asked about two countries
     ],
 )
 def test_different_questions_are_never_merged(a: str, b: str) -> None:
@@ -392,3 +394,7 @@ def test_questions_asking_for_other_kinds_of_answer_are_not_merged() -> None:
     # The same kind asked again in other words is still merged.
     again = t.admit(RawComment(id="q5", text="梅雨の期間ってどのくらい？", published_at=at(40)))
     assert isinstance(again, Dropped) and again.merged_into == "q1"
+    # A statement, then the same words asking what it is about: the second asks for something.
+    stated = "1991年に刑法が改正され、16歳以上の性行為が適法とされる"
+    assert isinstance(t.admit(RawComment(id="q6", text=stated, published_at=at(50))), CommentV1)
+    assert isinstance(t.admit(RawComment(id="q7", text=stated + "国は", published_at=at(60))), CommentV1)
