@@ -28,6 +28,9 @@ from kotae.knowledge.text import is_japanese, normalize, split_sentences
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
 _PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}
+#: Nouns that round off a time or an amount (上旬ごろ, 3日ほど): they end a phrase, so that
+#: 上旬ごろ東日本 is two things, not one.
+_ROUNDING = {"ごろ", "頃", "ころ", "くらい", "ぐらい", "ほど", "程"}
 _STOP = {
     "為る",
     "成る",
@@ -270,6 +273,9 @@ def _terms(tokens: list[Token]) -> list[Term]:
         is_counter = bool(
             out and out[-1].kind == "number" and out[-1].end == i and len(t.pos) > 2 and "助数詞" in "".join(t.pos)
         )
+        if t.surface in _ROUNDING:
+            flush()
+            continue
         if t.pos[0] in _PHRASE_POS and t.pos[1] != "数詞" and not is_counter:
             if t.pos[0] == "名詞" and t.surface.isascii() and t.pos[1] != "固有名詞" and not t.surface[0].isupper():
                 flush()  # a lower-case English word is not part of a name

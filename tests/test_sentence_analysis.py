@@ -15,6 +15,13 @@ def test_terms_are_numbers_names_and_noun_phrases_with_their_kinds() -> None:
     ]
 
 
+def test_a_rounding_word_ends_a_noun_phrase() -> None:
+    """上旬ごろ東日本 is a time and a place, not one name that no sentence would share."""
+    terms = [t.text for t in analyse("6月上旬ごろ東日本の天気").terms]
+    assert "上旬" in terms and "東日本" in terms
+    assert not any("ごろ" in t for t in terms)
+
+
 def test_every_token_carries_its_reading_so_a_kana_spelling_meets_the_kanji_word() -> None:
     assert "ホチョウキ" in analyse("補聴器の購入を補助する。").reading
     assert katakana("ほちょうき") == "ホチョウキ"
