@@ -19,13 +19,17 @@ document's title goes before it as a label (【ラオス】). A second sentence 
 gives a kind of answer the first does not (いつから？何人目から？), or, for a question without a
 wh-word, it addresses terms of the question the first leaves out; or the first restates the
 question and the next sentence of its block, which leaves its subject to the first, fills the
-slot (…期間が出現することがある。この期間のことを梅雨の中休みという). When no sentence is
-relevant there is nothing to quote, and the reason says what was missing.
+slot (…期間が出現することがある。この期間のことを梅雨の中休みという); or a question written
+across two sentences of a passage finds its answer in the neighbour of the best one — the sentence
+before one that points back (これを受け…), or the one after that goes on from it (一方、…) — when
+the two together hold terms of the question the best one lacks. When no sentence is relevant
+there is nothing to quote, and the reason says what was missing.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from kotae.answer_slot import SLOT_WEIGHTS, Slot, asks_for_slot, place_signs, question_slot
@@ -78,6 +82,8 @@ class Choice:
 RESTATES = 0.8
 #: The next sentence of a restating one continues it when its slot score is at least this share of the first's.
 CONTINUES = 0.5
+#: The same share for a next sentence that points back to the restating one (これを…という).
+CONTINUES_BACK = 0.25
 
 
 def _subject_label(question: str, best: Candidate) -> str:
@@ -179,7 +185,7 @@ def choose(question: str, sentences: list[tuple[Block, str]], *, max_sentences: 
         return Choice([], f"no sentence of the evidence answers it: {best.relevance.reason}")
     focus = question_focus(question)
     chosen = [relevant[0]]
-    follow = _continuation(question, candidates, chosen[0])
+    follow = _continuation(question, candidates, chosen[0]) or _neighbour(question, candidates, chosen[0])
     if follow is not None and max_sentences > 1:
         chosen.append(follow)
     for cand in relevant[1:]:
@@ -188,6 +194,44 @@ def choose(question: str, sentences: list[tuple[Block, str]], *, max_sentences: 
         if cand not in chosen and _adds(focus, chosen[0], cand) and cand.score >= 0.5 * chosen[0].score:
             chosen.append(cand)
     return Choice(chosen, label=_subject_label(question, chosen[0]))
+
+
+#: A sentence that opens by pointing back (これを受け…, その結果…) leans on the one before it.
+_POINTS_BACK = re.compile(r"^(これ|それ|この|その|こう|そう|同年|同じ|後者|前者)")
+#: A sentence that opens so (一方、…, 例えば…) goes on from the one before it.
+_GOES_ON = re.compile(r"^(一方|また|さらに|ただし|なお|例えば|特に|しかし|その後)")
+
+
+def _terms_held(candidate: Candidate) -> set[str]:
+    return {m.term.text for m in candidate.relevance.matches if m.credit >= 1.0}
+
+
+def _neighbour(question: str, candidates: list[Candidate], first: Candidate) -> Candidate | None:
+    """The sentence next to ``first`` in its block that it cannot do without, when the two together
+    hold terms of the question ``first`` lacks and address the question.
+
+    A question written across two sentences of a passage asks about one and finds its answer in
+    the other: 「…1994年に起きた事件とは」 is answered by the sentence before 「これを受け1999年には…」,
+    「5月下旬から6月上旬ごろ東日本の陽気は」 by the one after 「5月下旬から6月上旬ごろになると…」,
+    which goes on 「一方、…東日本では…春のような天気が続く」. Alone, each of those is about
+    something else; quoted with ``first``, it is the answer.
+    """
+    if _POINTS_BACK.match(first.sentence):
+        other = next((c for c in candidates if c.order == first.order - 1 and c.block.n == first.block.n), None)
+    else:
+        other = next((c for c in candidates if c.order == first.order + 1 and c.block.n == first.block.n), None)
+        if other is not None and not (_POINTS_BACK.match(other.sentence) or _GOES_ON.match(other.sentence)):
+            return None
+    if other is None or not _terms_held(other) - _terms_held(first):
+        return None
+    pair = sorted((first, other), key=lambda c: c.order)
+    together = relevance(
+        question,
+        [c.sentence for c in pair],
+        [(first.block.title, first.block.text)],
+        read_with=faq_question(first.block),
+    )
+    return other if together.relevant and together.coverage > first.relevance.coverage else None
 
 
 def _continuation(question: str, candidates: list[Candidate], first: Candidate) -> Candidate | None:
@@ -200,7 +244,11 @@ def _continuation(question: str, candidates: list[Candidate], first: Candidate) 
     subject to the first, so alone it names nothing asked about, and quoted after it, it is the answer.
     """
     follow = next((c for c in candidates if c.order == first.order + 1 and c.block.n == first.block.n), None)
-    if follow is None or first.relevance.coverage < RESTATES or follow.slot < CONTINUES * first.slot:
+    if follow is None or first.relevance.coverage < RESTATES:
+        return None
+    # One that points back (それらを深層Webと呼ぶ) holds the question's words only through
+    # ``first``, so the signs of its slot, which count words near the place, read low.
+    if follow.slot < (CONTINUES_BACK if _POINTS_BACK.match(follow.sentence) else CONTINUES) * first.slot:
         return None
     focus = question_focus(question)
     if focus.explicit and focus.kinds:

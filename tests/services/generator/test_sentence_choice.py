@@ -99,3 +99,36 @@ def test_english_a_restating_sentence_is_quoted_with_the_next_one_that_answers_i
     picked = choose(question, sentences(doc(text, "Rainy season")), max_sentences=2)
     said = " ".join(c.sentence for c in picked.chosen)
     assert "rainy season break" in said, [c.sentence for c in picked.chosen]
+
+
+PEACEKEEPING = (
+    "1994年のルワンダ虐殺では停戦の合意が失われ、部隊は住民を守らずに撤退して強い批判を受けた。"
+    "これを受け1999年には、国連事務総長が国際人道法の遵守を告示し、活動の性格が変わった。"
+    "その後も部隊の派遣は続いている。"
+)
+
+
+def test_a_sentence_that_points_back_is_quoted_with_the_one_before_that_answers_it() -> None:
+    """The question is written across both sentences: its event is named only in the first."""
+    question = "国連事務総長が国際人道法の遵守を告示するきっかけとなった1994年に起きた事件とは何か。"
+    picked = choose(question, sentences(doc(PEACEKEEPING, "平和維持活動")), max_sentences=2)
+    said = [c.sentence for c in picked.chosen]
+    assert len(said) == 2 and "ルワンダ虐殺" in said[1], said
+
+
+def test_the_sentence_before_is_not_added_when_the_first_answers_alone() -> None:
+    picked = choose("ルワンダ虐殺は何年に起きた？", sentences(doc(PEACEKEEPING, "平和維持活動")), max_sentences=2)
+    assert [c.sentence for c in picked.chosen] == [split_sentences(PEACEKEEPING)[0]]
+
+
+def test_a_next_sentence_that_points_back_continues_a_restating_one_though_its_slot_reads_low() -> None:
+    """それらを深層Webなどと呼ぶが…: the name asked for is in a sentence that holds the question's
+    words only through それら."""
+    text = (
+        "索引を付けられないがオンラインで使えるデータはインターネット上に多い。"
+        "それらを深層Webなどと呼ぶが、検索エンジンはそうしたデータをほとんど扱っていない。"
+        "深層Webには図書目録や公文書が含まれる。"
+    )
+    picked = choose("索引を付けられないがオンラインで使えるデータは何？", sentences(doc(text, "検索")), max_sentences=2)
+    said = "".join(c.sentence for c in picked.chosen)
+    assert "深層Web" in said, said
