@@ -166,10 +166,12 @@ def extractive_answer(
     def spoken(c: Candidate) -> str:
         return title_label(picked.label) + c.sentence if picked.label and c is picked.chosen[0] else c.sentence
 
-    # The best sentence always; the others, best first, while the answer stays short enough to say.
-    # Only then in the evidence's order: cutting in that order dropped the sentence that answers.
-    chosen = [picked.chosen[0]]
-    for cand in picked.chosen[1:]:
+    # The best sentence always, with the one it is joined to (alone, either answers another
+    # question, which is worse than a long answer); the others, best first, while the answer stays
+    # short enough to say. Only then in the evidence's order: cutting in that order dropped the
+    # sentence that answers.
+    chosen = picked.chosen[:2] if picked.joined else picked.chosen[:1]
+    for cand in picked.chosen[len(chosen) :]:
         if any(_same_content(cand.sentence, c.sentence) for c in chosen):
             continue
         if max_chars is not None and len(sep.join(spoken(c) for c in [*chosen, cand])) > max_chars:

@@ -71,11 +71,14 @@ class Candidate:
 @dataclass(frozen=True)
 class Choice:
     """The sentences to quote (best first), or none and why; ``label``: the title of the first
-    one's document, when the sentence restates the question and leaves its subject unnamed."""
+    one's document, when the sentence restates the question and leaves its subject unnamed;
+    ``joined``: the first two are one answer (a restating sentence and the one that fills its
+    slot, or two a question is written across), so neither is quoted without the other."""
 
     chosen: list[Candidate]
     reason: str = ""
     label: str = ""
+    joined: bool = False
 
 
 #: Share of the question's terms a sentence must hold to count as restating it.
@@ -185,15 +188,23 @@ def choose(question: str, sentences: list[tuple[Block, str]], *, max_sentences: 
         return Choice([], f"no sentence of the evidence answers it: {best.relevance.reason}")
     focus = question_focus(question)
     chosen = [relevant[0]]
-    follow = _continuation(question, candidates, chosen[0]) or _neighbour(question, candidates, chosen[0])
+    follow = _continuation(question, candidates, chosen[0])
+    # A restating sentence and the one that fills its slot are one answer; so is a neighbour
+    # to a best sentence that holds too little of the question to answer alone.
+    joined = follow is not None
+    if follow is None:
+        follow = _neighbour(question, candidates, chosen[0])
+        joined = follow is not None and chosen[0].relevance.coverage < RESTATES
     if follow is not None and max_sentences > 1:
         chosen.append(follow)
+    else:
+        joined = False
     for cand in relevant[1:]:
         if len(chosen) >= max_sentences:
             break
         if cand not in chosen and _adds(focus, chosen[0], cand) and cand.score >= 0.5 * chosen[0].score:
             chosen.append(cand)
-    return Choice(chosen, label=_subject_label(question, chosen[0]))
+    return Choice(chosen, label=_subject_label(question, chosen[0]), joined=joined)
 
 
 #: A sentence that opens by pointing back (これを受け…, その結果…) leans on the one before it.

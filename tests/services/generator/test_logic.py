@@ -271,3 +271,18 @@ def test_a_short_spoken_budget_drops_a_second_sentence_and_keeps_the_one_that_an
     assert len(split_sentences(roomy.answer)) == 2  # both, in the evidence's order
     short = extractive_answer(comment, rerank, max_sentences=2, max_chars=60)
     assert "五月雨" in short.answer and len(split_sentences(short.answer)) == 1
+
+
+def test_two_sentences_that_are_one_answer_are_quoted_together_beyond_the_spoken_budget() -> None:
+    """The first alone answers another question; the second alone names nothing asked about."""
+    text = (
+        "1994年のルワンダ虐殺では停戦の合意が失われ、部隊は住民を守らずに撤退して強い批判を受けた。"
+        "これを受け1999年には、国連事務総長が国際人道法の遵守を告示し、活動の性格が変わった。"
+    )
+    doc = evidence("pko", "平和維持活動", text)
+    norm = normalize("国連事務総長が国際人道法の遵守を告示するきっかけとなった1994年に起きた事件とは何か。")
+    comment = CommentV1(comment_id="c1", stream_id="s1", author="viewer", text=norm, normalized=norm, lang="ja")
+    rerank = RerankV1(comment_id="c1", stream_id="s1", comment=comment, docs=[doc], faq=[], method="keep_top_n")
+    d = extractive_answer(comment, rerank, max_sentences=2, max_chars=60)
+    assert "ルワンダ虐殺" in d.answer and "国際人道法" in d.answer
+    assert verify(d.answer, rerank.docs, rerank.faq, question=norm).verdict == 0
