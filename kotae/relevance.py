@@ -234,6 +234,11 @@ _GENERIC_COUNTED = frozenset(
 )
 
 
+#: A sentence of a comment that is only the other option of a choice (…合法ですか？違法ですか？):
+#: without a topic or a case particle it asks nothing of its own.
+_ALTERNATIVE = re.compile(r"^[^はがをにでのと、,\s]{1,12}(ですか|でしょうか|なのか|か)[？?]?$")
+
+
 def relevance(
     question: str, answer: list[str], evidence: list[tuple[str, str]], *, read_with: Sequence[str] = ()
 ) -> Relevance:
@@ -252,6 +257,8 @@ def relevance(
     if whole.relevant or len(parts) < 2:
         return whole
     for part in parts:
+        if _ALTERNATIVE.match(part):
+            continue  # 合法ですか？違法ですか？ offers the other option of one question
         one = _relevance(part, answer, evidence, read_with)
         if one.relevant:
             return one

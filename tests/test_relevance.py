@@ -221,3 +221,13 @@ def test_a_where_question_is_answered_by_the_department_or_form_to_reach(
 ) -> None:
     evidence = [("よくある質問", answer)]
     assert relevance(question, [answer], evidence).relevant is relevant
+
+
+def test_the_second_option_of_a_choice_question_is_not_a_question_of_its_own() -> None:
+    """Asked whether licensed brothels are legal or illegal, a sentence that something else is
+    illegal answers the last sentence, 違法ですか, alone: it is not an answer."""
+    question = "国から許可を取った上での管理売春はオランダにおいて合法ですか？違法ですか？"
+    evidence = [("オランダ", "オランダでは、架空児童ポルノの所持などは違法である。")]
+    assert not relevance(question, ["オランダでは、架空児童ポルノの所持などは違法である。[1]"], evidence).relevant
+    right = [("オランダ", "国の許可を得れば管理売春も合法である。")]
+    assert relevance(question, ["国の許可を得れば管理売春も合法である。[1]"], right).relevant
