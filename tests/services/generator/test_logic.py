@@ -81,14 +81,19 @@ FAQ_FEE = FaqEvidence(
 
 
 def draft(
-    text: str, docs: list[Evidence], faq: list[FaqEvidence] = (), *, max_sentences: int = 2
+    text: str,
+    docs: list[Evidence],
+    faq: list[FaqEvidence] = (),
+    *,
+    max_sentences: int = 2,
+    max_chars: int | None = None,
 ) -> tuple[Draft, RerankV1]:
     norm = normalize(text)
     comment = CommentV1(
         comment_id="c1", stream_id="s1", author="viewer", text=text, normalized=norm, lang=detect_lang(norm)
     )
     rerank = RerankV1(comment_id="c1", stream_id="s1", comment=comment, docs=docs, faq=list(faq), method="keep_top_n")
-    return extractive_answer(comment, rerank, max_sentences=max_sentences), rerank
+    return extractive_answer(comment, rerank, max_sentences=max_sentences, max_chars=max_chars), rerank
 
 
 def assert_grounded(d: Draft, rerank: RerankV1) -> None:
@@ -264,12 +269,10 @@ def test_a_short_spoken_budget_drops_a_second_sentence_and_keeps_the_one_that_an
         "このほかに、旧暦で5月頃であることに由来する「五月雨（さみだれ）」という呼び方もある。"
     )
     doc = evidence("rainy", "梅雨", text)
-    norm = normalize("旧暦で5月頃であることに由来して、梅雨は別名何と呼ばれるか？")
-    comment = CommentV1(comment_id="c1", stream_id="s1", author="viewer", text=norm, normalized=norm, lang="ja")
-    rerank = RerankV1(comment_id="c1", stream_id="s1", comment=comment, docs=[doc], faq=[], method="keep_top_n")
-    roomy = extractive_answer(comment, rerank, max_sentences=2, max_chars=200)
+    question = "旧暦で5月頃であることに由来して、梅雨は別名何と呼ばれるか？"
+    roomy, _ = draft(question, [doc], max_chars=200)
     assert len(split_sentences(roomy.answer)) == 2  # both, in the evidence's order
-    short = extractive_answer(comment, rerank, max_sentences=2, max_chars=60)
+    short, _ = draft(question, [doc], max_chars=60)
     assert "五月雨" in short.answer and len(split_sentences(short.answer)) == 1
 
 
@@ -279,10 +282,7 @@ def test_two_sentences_that_are_one_answer_are_quoted_together_beyond_the_spoken
         "1994年のルワンダ虐殺では停戦の合意が失われ、部隊は住民を守らずに撤退して強い批判を受けた。"
         "これを受け1999年には、国連事務総長が国際人道法の遵守を告示し、活動の性格が変わった。"
     )
-    doc = evidence("pko", "平和維持活動", text)
-    norm = normalize("国連事務総長が国際人道法の遵守を告示するきっかけとなった1994年に起きた事件とは何か。")
-    comment = CommentV1(comment_id="c1", stream_id="s1", author="viewer", text=norm, normalized=norm, lang="ja")
-    rerank = RerankV1(comment_id="c1", stream_id="s1", comment=comment, docs=[doc], faq=[], method="keep_top_n")
-    d = extractive_answer(comment, rerank, max_sentences=2, max_chars=60)
+    question = "国連事務総長が国際人道法の遵守を告示するきっかけとなった1994年に起きた事件とは何か。"
+    d, rerank = draft(question, [evidence("pko", "平和維持活動", text)], max_chars=60)
     assert "ルワンダ虐殺" in d.answer and "国際人道法" in d.answer
-    assert verify(d.answer, rerank.docs, rerank.faq, question=norm).verdict == 0
+    assert verify(d.answer, rerank.docs, rerank.faq, question=normalize(question)).verdict == 0
