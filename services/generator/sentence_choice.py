@@ -188,17 +188,13 @@ def choose(question: str, sentences: list[tuple[Block, str]], *, max_sentences: 
         return Choice([], f"no sentence of the evidence answers it: {best.relevance.reason}")
     focus = question_focus(question)
     chosen = [relevant[0]]
-    follow = _continuation(question, candidates, chosen[0])
-    # A restating sentence and the one that fills its slot are one answer; so is a neighbour
-    # to a best sentence that holds too little of the question to answer alone.
-    joined = follow is not None
-    if follow is None:
-        follow = _neighbour(question, candidates, chosen[0])
-        joined = follow is not None and chosen[0].relevance.coverage < RESTATES
+    continued = _continuation(question, candidates, chosen[0])
+    follow = continued or _neighbour(question, candidates, chosen[0])
     if follow is not None and max_sentences > 1:
         chosen.append(follow)
-    else:
-        joined = False
+    # A restating sentence and the one that fills its slot are one answer; so is a neighbour
+    # to a best sentence that holds too little of the question to answer alone.
+    joined = len(chosen) > 1 and (continued is not None or chosen[0].relevance.coverage < RESTATES)
     for cand in relevant[1:]:
         if len(chosen) >= max_sentences:
             break
