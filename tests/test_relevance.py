@@ -231,3 +231,27 @@ def test_the_second_option_of_a_choice_question_is_not_a_question_of_its_own() -
     assert not relevance(question, ["オランダでは、架空児童ポルノの所持などは違法である。[1]"], evidence).relevant
     right = [("オランダ", "国の許可を得れば管理売春も合法である。")]
     assert relevance(question, ["国の許可を得れば管理売春も合法である。[1]"], right).relevant
+
+
+def test_someone_elses_pay_is_not_the_pay_asked_about() -> None:
+    """Asked whether the staff's pay is cut too, the governor's 20% cut shares every other word."""
+    finance = [("県財政", "知事の給与を任期中20%削減します。県職員のテレワークを週2日に広げます。")]
+    r = relevance("県職員の給与も20%削減しますか", ["知事の給与を任期中20%削減します[1]。"], finance)
+    assert not r.relevant
+    assert "asked about 「県職員の給与」; the answer is about 「知事の給与」" in r.reason
+    assert relevance("知事の給与は下げますか", ["知事の給与を任期中20%削減します[1]。"], finance).relevant
+
+
+def test_a_number_is_never_found_by_its_sound_inside_another() -> None:
+    """20 is read ニレイ, and 2030 ニレイサンレイ: a 20% cut is not a sentence about 2030."""
+    climate = [("環境", "温室効果ガスを2030年度に50%削減します。")]
+    r = relevance("給与も20%削減しますか", ["温室効果ガスを2030年度に50%削減します[1]。"], climate)
+    assert not r.relevant
+    assert [m.credit for m in r.matches if m.term.text == "20"] == [0.0]
+
+
+def test_a_one_character_modifier_makes_no_phrase_near() -> None:
+    """県職員 shares only 県 with 県内: that is no near name for it."""
+    climate = [("環境", "県内の温室効果ガスを50%削減します。")]
+    r = relevance("県職員のテレワークは？", ["県内の温室効果ガスを50%削減します[1]。"], climate)
+    assert [m.credit for m in r.matches if m.term.text == "県職員"] == [0.0]
