@@ -125,6 +125,12 @@ class CommentV1(_Forwarding, _Message):
         max_length=200,
         description="The author's display name as the platform shows it, when `author` is a hashed id.",
     )
+    rewrite: Text | None = Field(
+        default=None,
+        description="The comment as a standalone question in ordinary words, written by the retriever's rewrite "
+        "model (KOTAE_REWRITE_MODEL) and kept with every name and number of the comment; later stages read it as "
+        "a second wording of the question. None without a rewrite model.",
+    )
 
     def _so_far(self) -> tuple[CommentV1, dict[str, str], list[ModelCall], str | None]:
         return self, {}, [], None

@@ -22,6 +22,12 @@ them off the question):
 An English question over Japanese evidence cannot be matched word by word offline: then only
 the kind is checked, and only an explicit one passes (the reason says so).
 
+A comment may come with a second wording: the rewrite model's standalone question in ordinary
+words (``CommentV1.rewrite``; it keeps every name and number of the comment). A colloquial
+comment shares few words with the records (親父がテレビの音めっちゃ大きくしてて、耳のやつ高いって
+買わないんよ) while its rewrite does (補聴器の購入補助はありますか): :func:`relevance_to_any`
+accepts an answer that addresses either, and says which (``Relevance.wording``).
+
 Example::
 
     >>> r = relevance("消費税は下げてくれるの？", ["宿泊税を1泊200円に引き下げます[1]。"], [("観光", "宿泊税を1泊200円に引き下げる。")])
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kotae.citations import strip_markers
 from kotae.knowledge.text import is_japanese, normalize, split_sentences
@@ -82,6 +88,7 @@ class Relevance:
     unfilled: tuple[str, ...] = ()  # kinds asked for that the answer does not give
     matches: tuple[TermMatch, ...] = ()
     method: str = METHOD
+    wording: str | None = None  # the second wording of the question this decision is about; None: the comment
 
     @property
     def reason(self) -> str:
@@ -295,6 +302,36 @@ def relevance(
         if one.relevant:
             return one
     return whole
+
+
+def relevance_to_any(
+    question: str,
+    rewrite: str | None,
+    answer: list[str],
+    evidence: list[tuple[str, str]],
+    *,
+    read_with: Sequence[str] = (),
+) -> Relevance:
+    """:func:`relevance` to the comment ``question``, else to its second wording ``rewrite``.
+
+    Not addressing either, the decision (and its reasons) is the comment's own.
+
+    Example::
+
+        >>> r = relevance_to_any(
+        ...     "親父がテレビの音めっちゃ大きくしてて、耳のやつ高いって買わないんよ",
+        ...     "補聴器を買うときの補助はありますか",
+        ...     ["補聴器の購入に上限3万円を補助する[1]。"],
+        ...     [("高齢者", "補聴器の購入に上限3万円を補助する。")],
+        ... )
+        >>> r.relevant, r.wording
+        (True, '補聴器を買うときの補助はありますか')
+    """
+    own = relevance(question, answer, evidence, read_with=read_with)
+    if own.relevant or not rewrite or rewrite == question:
+        return own
+    second = relevance(rewrite, answer, evidence, read_with=read_with)
+    return replace(second, wording=rewrite) if second.relevant else own
 
 
 def _relevance(

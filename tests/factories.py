@@ -318,7 +318,8 @@ HEARING = Evidence(
 )
 
 
-def question_comment(text: str, comment_id: str = "c-1") -> CommentV1:
+def question_comment(text: str, comment_id: str = "c-1", *, rewrite: str | None = None) -> CommentV1:
+    """``text`` as a viewer posted it on stream-1, with the rewrite model's wording ``rewrite`` when given."""
     norm = normalize(text)
     return CommentV1(
         comment_id=comment_id,
@@ -328,18 +329,26 @@ def question_comment(text: str, comment_id: str = "c-1") -> CommentV1:
         normalized=norm,
         lang=detect_lang(norm),
         published_at=datetime(2026, 11, 30, 12, 0, tzinfo=UTC),
+        rewrite=rewrite,
     )
 
 
-def draft_for(question: str, answer: str, docs: list[Evidence], faq: list[FaqEvidence] | None = None) -> DraftV1:
-    """A draft of ``answer`` to ``question`` over ``docs`` (numbered from 1), with its citations."""
+def draft_for(
+    question: str,
+    answer: str,
+    docs: list[Evidence],
+    faq: list[FaqEvidence] | None = None,
+    *,
+    rewrite: str | None = None,
+) -> DraftV1:
+    """A draft of ``answer`` to ``question`` (reworded as ``rewrite``) over ``docs`` (numbered from 1), with its citations."""
     faq = faq or []
     blocks = {b.n: b for b in numbered_blocks(docs, faq)}
     cited = sorted({n for n in cited_numbers(answer) if n in blocks})
     return DraftV1(
         comment_id="c-1",
         stream_id="stream-1",
-        comment=question_comment(question),
+        comment=question_comment(question, rewrite=rewrite),
         docs=docs,
         faq=faq,
         answer=answer,

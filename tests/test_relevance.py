@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kotae.relevance import relevance
+from kotae.relevance import relevance, relevance_to_any
 from tests.factories import HEARING, TRANSPORT, TRANSPORT_EN
 
 BLOCK = [(TRANSPORT.title, TRANSPORT.text)]
@@ -231,6 +231,33 @@ def test_the_second_option_of_a_choice_question_is_not_a_question_of_its_own() -
     assert not relevance(question, ["オランダでは、架空児童ポルノの所持などは違法である。[1]"], evidence).relevant
     right = [("オランダ", "国の許可を得れば管理売春も合法である。")]
     assert relevance(question, ["国の許可を得れば管理売春も合法である。[1]"], right).relevant
+
+
+# --- a second wording: the rewrite model's standalone question ---------------------------------
+
+HEARING_BLOCK = [(HEARING.title, HEARING.text)]
+GRUMBLE = "親父が最近テレビの音めっちゃ大きくしてて、耳のやつ買えって言ってもクソ高いって聞かないんよ"
+REWORDED = "高齢者が補聴器を買うときの補助はありますか"
+AIDS = "65歳以上で聴力が落ちた人の補聴器購入に、上限3万円を補助します[1]。"
+
+
+def test_a_colloquial_comment_is_answered_by_what_its_rewrite_asks() -> None:
+    """In the viewer's words the answer addresses nothing (テレビ, 音, 耳 …); in the rewrite's it does."""
+    assert not relevance(GRUMBLE, [AIDS], HEARING_BLOCK).relevant
+    r = relevance_to_any(GRUMBLE, REWORDED, [AIDS], HEARING_BLOCK)
+    assert r.relevant and r.wording == REWORDED
+
+
+def test_the_comment_itself_is_read_first_and_needs_no_rewrite() -> None:
+    r = relevance_to_any("補聴器の補助っていくら？", REWORDED, [AIDS], HEARING_BLOCK)
+    assert r.relevant and r.wording is None
+
+
+def test_an_answer_to_neither_wording_keeps_the_comments_own_reasons() -> None:
+    care = "介護職員の手当を月額2万円上乗せします[1]。"
+    r = relevance_to_any(GRUMBLE, REWORDED, [care], HEARING_BLOCK)
+    assert not r.relevant and r.wording is None
+    assert r.reasons == relevance(GRUMBLE, [care], HEARING_BLOCK).reasons
 
 
 def test_someone_elses_pay_is_not_the_pay_asked_about() -> None:

@@ -95,6 +95,7 @@ class KeyTerm:
     synonyms: tuple[int, ...] = ()
     specific: bool = False  # a proper noun or a compound
     latin: bool = False
+    proper: bool = False  # a name (Sudachi's 固有名詞, or a capitalised English word inside a sentence)
     stems: tuple[str, ...] = ()  # an affixed compound's words without the affix (バス代 → バス)
 
 
@@ -111,6 +112,10 @@ def _is_key_noun(m: Any) -> bool:
     return len(surface) > 1 or not _KANA.match(surface)
 
 
+def _is_proper(m: Any) -> bool:
+    return bool(m.part_of_speech()[1] == "固有名詞")
+
+
 def _shape(m: Any) -> tuple[bool, tuple[str, ...]]:
     """Whether a noun is specific, and the stems of an affixed compound (バス代 → バス; 消費税 → none)."""
     if _KANA.match(m.surface()) and not _KATAKANA.match(m.surface()):
@@ -120,7 +125,7 @@ def _shape(m: Any) -> tuple[bool, tuple[str, ...]]:
         units = units[1:]  # お店, ご予約: the honorific names nothing
     stems = tuple(u.normalized_form() for u in units if u.part_of_speech()[0] not in ("接頭辞", "接尾辞"))
     affixed = 0 < len(stems) < len(units)
-    proper = m.part_of_speech()[1] == "固有名詞"
+    proper = _is_proper(m)
     # A proper noun is one name: コンゴ and 共和 in the records do not make コンゴ共和国 theirs.
     return proper or len(units) > 1, stems if affixed and not proper else ()
 
@@ -142,6 +147,7 @@ def _key_terms_cached(text: str) -> tuple[KeyTerm, ...]:
                 synonyms=tuple(m.synonym_group_ids()),
                 specific=specific,
                 stems=stems,
+                proper=_is_proper(m),
             )
         )
     japanese = is_japanese(text)
@@ -154,7 +160,8 @@ def _key_terms_cached(text: str) -> tuple[KeyTerm, ...]:
         # A capital letter names something (Osaka, Amazon) — but not at the start of an English sentence.
         before = text[: match.start()].rstrip()
         starts = not japanese and (not before or before[-1] in ".!?")
-        out.append(KeyTerm(surface=low, form=low, reading=low, latin=True, specific=word[0].isupper() and not starts))
+        named = word[0].isupper() and not starts
+        out.append(KeyTerm(surface=low, form=low, reading=low, latin=True, specific=named, proper=named))
     return tuple(out)
 
 

@@ -138,9 +138,10 @@ def extractive_answer(
 
     The sentences are chosen by :func:`sentence_choice.choose`: the one that fills the
     question's slot best among those that address what it asks, and a second only when it adds
-    to the answer. No evidence in the comment's language: with ``embedder``, the one sentence
-    :func:`across_languages.choose_across_languages` picks. Nothing relevant: the not-found
-    draft, with the reason.
+    to the answer — for the rewrite model's wording of the comment (``comment.rewrite``) when
+    there is one, else (or when that finds nothing) for the viewer's words. No evidence in the comment's
+    language: with ``embedder``, the one sentence :func:`across_languages.choose_across_languages`
+    picks. Nothing relevant: the not-found draft, with the reason.
 
     Example::
 
@@ -151,7 +152,13 @@ def extractive_answer(
     lang = comment.lang
     sentences = [(b, s) for b in blocks if (b.lang or lang) == lang for s in split_sentences(_quotable(b))]
     if sentences:
-        picked = choose(comment.normalized, sentences, max_sentences=max_sentences)
+        # The rewrite model's wording first: it says in ordinary words what the chat line asks
+        # (みおの誕生日はいつ for みおちゃんの生まれた日っていつ〜？, where a debut date would do
+        # for the viewer's words); the viewer's own words when it finds nothing.
+        wordings = [w for w in (comment.rewrite, comment.normalized) if w]
+        picked = choose(wordings[0], sentences, max_sentences=max_sentences)
+        if not picked.chosen and len(wordings) > 1:
+            picked = choose(wordings[1], sentences, max_sentences=max_sentences)  # and its reason, if none
     elif embedder is not None and blocks:
         picked = choose_across_languages(
             comment.normalized, [(b, s) for b in blocks for s in split_sentences(_quotable(b))], embedder

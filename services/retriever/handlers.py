@@ -51,6 +51,10 @@ class RetrieverHandler:
             self.retriever().retrieve, comment.normalized, kb=kb, day=comment.published_at.date()
         )
         if result.gate == "answer":
+            if result.query:
+                # The model's wording travels with the comment: the generator and the verifier read it
+                # as a second wording of the question (services/retriever/rewrite.py).
+                comment = comment.model_copy(update={"rewrite": result.query})
             return comment.forward(
                 RetrievalV1,
                 stage=STAGE,

@@ -270,7 +270,8 @@ class Retriever:
         searched = vocab.rewrite(text) if vocab else text
         docs, faq = self._search(searcher, searched, day)
         decision = decide(searched, docs, faq, searcher.meta, self.thresholds)
-        rewrite = self.rewriter.rewrite(text) if self.rewriter else None
+        # A rewrite must keep what the comment names that no record has (消費税), or it asks another question.
+        rewrite = self.rewriter.rewrite(text, keep=decision.missing) if self.rewriter else None
         rewritten = rewrite.query if rewrite else None
         if rewritten:
             # Both the comment and its rewrite are searched; each chunk keeps its better score,

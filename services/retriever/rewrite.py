@@ -2,13 +2,20 @@
 a standalone search query (seed 001), and both are searched.
 
 Offline (no ``KOTAE_REWRITE_MODEL``) the comment is only normalised (NFKC,
-widths, chat noise). The comment itself always stays the question that is
-answered. A rewrite that fails or looks wrong is skipped — the original comment
-is still searched — so a model outage degrades retrieval instead of stopping it.
+widths, chat noise). The comment itself stays the question that is answered; the
+rewrite travels with it (``CommentV1.rewrite``) as a second wording of that question,
+so a colloquial comment (親父がテレビの音めっちゃ大きくしてて…) can be answered in the records'
+words. A rewrite that fails or looks wrong is skipped — the original comment is still
+searched — so a model outage degrades retrieval instead of stopping it. A rewrite that
+drops a name or a number of the comment is another question, and is skipped too: asked
+about 青葉さん's pay, a rewrite about pay in general would let an answer about anyone's
+pay through.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +23,8 @@ from pathlib import Path
 import structlog
 
 from kotae.contracts import ModelCall
+from kotae.knowledge.terms import key_terms
+from kotae.knowledge.text import normalize
 from kotae.model_reply import one_line
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.settings import Settings
@@ -65,8 +74,12 @@ class QueryRewriter:
         )
         return cls(model)
 
-    def rewrite(self, comment: str) -> Rewritten:
-        """The rewritten query (None when the model failed or answered with something unusable) and its call."""
+    def rewrite(self, comment: str, *, keep: Sequence[str] = ()) -> Rewritten:
+        """The rewritten query (None when the model failed or answered with something unusable) and its call.
+
+        ``keep``: words of the comment the rewrite must keep besides its names and numbers — the
+        terms no record has (消費税): a rewrite without them asks about something the records do have.
+        """
         try:
             reply = self.model.complete(system=self.system, user=comment, max_tokens=80)
         except ModelUnavailable as exc:
@@ -76,7 +89,38 @@ class QueryRewriter:
             log.warning("rewrite.failed", model=self.model.name, error=f"{type(exc).__name__}: {exc}"[:200])
             return Rewritten(None)
         query = one_line(reply.text)
-        if not query or len(query) > MAX_QUERY_CHARS or query == comment:
-            why = "empty" if not query else "too long" if len(query) > MAX_QUERY_CHARS else "unchanged"
+        lost = dropped(comment, query, keep=keep) if query else []
+        if not query or len(query) > MAX_QUERY_CHARS or query == comment or lost:
+            why = (
+                "empty"
+                if not query
+                else "too long"
+                if len(query) > MAX_QUERY_CHARS
+                else "unchanged"
+                if query == comment
+                else "dropped " + "、".join(f"「{w}」" for w in lost)
+            )
+            log.info("rewrite.unusable", model=self.model.name, why=why)
             return Rewritten(None, [reply.call("retriever", self.prompt_version, outcome=f"unusable: {why}")])
         return Rewritten(query, [reply.call("retriever", self.prompt_version)])
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def dropped(comment: str, query: str, *, keep: Sequence[str] = ()) -> list[str]:
+    """The names and numbers of ``comment`` (and the words ``keep``) that ``query`` leaves out; the
+    prompt asks to keep them all.
+
+    Example::
+
+        >>> dropped("青葉さんの給料って20%カット？", "知事の給与は何%削減されますか")
+        ['青葉', '20']
+        >>> dropped("消費税は下げてくれるの？", "宿泊税を下げる予定はありますか", keep=["消費税"])
+        ['消費税']
+    """
+    said = normalize(query).lower().replace(",", "")
+    names = [t.surface for t in key_terms(comment) if t.proper and t.surface.lower() not in said]
+    numbers = [n for n in _NUMBER.findall(normalize(comment)) if n.replace(",", "") not in said]
+    kept = [w for w in keep if normalize(w).lower() not in said]
+    return list(dict.fromkeys([*names, *numbers, *kept]))

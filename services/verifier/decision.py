@@ -6,8 +6,8 @@ One function, :func:`decide`, that the bus edge calls once per draft:
    rejected at once (class 2), by every mode.
 1. **Relevance** (offline, :mod:`kotae.relevance`), before anything is verified: a draft that
    does not address the question's focus (the thing asked about, the kind of answer asked for)
-   ends ``unanswered`` with a ``not_found`` reason that says what was missing. It is the floor
-   under a model verifier too.
+   — in the viewer's words or in the rewrite model's wording of them — ends ``unanswered`` with
+   a ``not_found`` reason that says what was missing. It is the floor under a model verifier too.
 2. **Support**, by the mode (``KOTAE_VERIFIER_MODE``):
 
    - ``offline``: the offline method decides. Its unsure verdicts go to the configured side
@@ -38,7 +38,7 @@ from kotae.contracts import DraftV1, ModelCall
 from kotae.knowledge.text import split_sentences
 from kotae.providers import ChatModel
 from kotae.question_focus import holds_kind, question_focus
-from kotae.relevance import METHOD as RELEVANCE_METHOD, Relevance, relevance
+from kotae.relevance import METHOD as RELEVANCE_METHOD, Relevance, relevance, relevance_to_any
 from kotae.sentence_analysis import analyse
 from kotae.services.verifier.alignment import leans_on_question
 from kotae.services.verifier.logic import METHOD, SURE, Verdict, verify
@@ -120,12 +120,17 @@ def _with_sources(sentences: list[str], blocks: list[Block]) -> list[str]:
 
 
 def draft_relevance(draft: DraftV1) -> Relevance:
-    """Does the draft address what its comment asks about (offline)?"""
+    """Does the draft address what its comment asks about (offline), in the viewer's words or in the
+    rewrite model's wording of them (``comment.rewrite``, when there is one)?"""
     blocks = cited_blocks(draft)
     sentences = [strip_markers(without_title_label(s, blocks)) for s in split_sentences(draft.answer)]
     asked = [q for b in blocks for q in faq_question(b)]
-    return relevance(
-        draft.comment.text, _with_sources(sentences, blocks), [(b.title, b.text) for b in blocks], read_with=asked
+    return relevance_to_any(
+        draft.comment.text,
+        draft.comment.rewrite,
+        _with_sources(sentences, blocks),
+        [(b.title, b.text) for b in blocks],
+        read_with=asked,
     )
 
 

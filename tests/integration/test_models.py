@@ -135,3 +135,41 @@ async def test_a_model_that_stays_down_ends_the_comment_failed(nats_url: str, lo
     assert record["outcome"] == "failed", record
     assert record["reason"].startswith("generator_failed: gave up after 2 deliveries")
     assert len([r for r in fake.requests if r["body"].get("model") == "writer"]) == 2
+
+
+#: Colloquial comments and what a capable rewrite model writes for them; the last asks about what no
+#: record covers (earthquake-proofing), and the rent subsidy shares 住宅 and 補助 with it.
+COLLOQUIAL = {
+    "うちの母ひとり暮らしで、最近電話しても出ないことあって心配なんよね": "ひとり暮らしの高齢者の見守りサービスはありますか",
+    "港のあたり最近さびれてて寂しいわ、なんとかならんの": "港の再開発や観光振興の計画はありますか",
+    "地震来たら家つぶれそうで怖い": "住宅の耐震化への補助はありますか",
+}
+
+
+def rewriting(path: str, body: dict[str, Any]) -> str | None:
+    comment = body["messages"][-1]["content"]
+    return COLLOQUIAL.get(comment, comment)
+
+
+async def test_a_rewrite_model_lets_the_offline_stages_answer_colloquial_comments(
+    nats_url: str, loaded_settings: Settings
+) -> None:
+    """Only the rewrite model is configured: the offline stages answer the viewer's complaint in the
+    records' words, the rewrite travels with the comment, and what no record covers stays unanswered."""
+
+    def posted(run: str) -> list[RawComment]:
+        return [RawComment(id=f"{run}-{i}", author=f"v{i}", text=t, published_at=AT) for i, t in enumerate(COLLOQUIAL)]
+
+    async with running_stages(loaded_settings, nats_url):
+        offline = await run_replay(loaded_settings, nats_url, posted("off"), timeout=60)
+    with FakeModelServer(responder=rewriting) as fake:
+        settings = loaded_settings.model_copy(update={"rewrite_model": f"compatible:{fake.url}/v1|rewriter"})
+        async with running_stages(settings, nats_url):
+            result = await run_replay(settings, nats_url, comments := posted("col"), timeout=60)
+    assert [offline.records[c.id]["outcome"] for c in posted("off")] == ["unanswered"] * 3
+    watch, port, quake = (result.records[c.id] for c in comments)
+    assert watch["outcome"] == "verified" and "みなとコール" in watch["answer"], watch
+    assert watch["citations"][0]["doc_id"] == "elderly-care-2027"
+    assert result.answers["col-0"].comment.rewrite == "ひとり暮らしの高齢者の見守りサービスはありますか"
+    assert port["outcome"] == "verified" and port["citations"][0]["doc_id"] == "port-tourism-2027", port
+    assert quake["outcome"] == "unanswered" and quake["reason"].startswith("not_covered: 「耐震化」"), quake

@@ -13,6 +13,7 @@ from kotae.knowledge.records import detect_lang
 from kotae.knowledge.text import normalize, split_sentences
 from kotae.services.generator.logic import NOT_FOUND, Draft, extractive_answer
 from kotae.services.verifier.logic import verify
+from tests.factories import HEARING
 
 
 def evidence(doc_id: str, title: str, text: str, **kw: Any) -> Evidence:
@@ -87,10 +88,17 @@ def draft(
     *,
     max_sentences: int = 2,
     max_chars: int | None = None,
+    rewrite: str | None = None,
 ) -> tuple[Draft, RerankV1]:
     norm = normalize(text)
     comment = CommentV1(
-        comment_id="c1", stream_id="s1", author="viewer", text=text, normalized=norm, lang=detect_lang(norm)
+        comment_id="c1",
+        stream_id="s1",
+        author="viewer",
+        text=text,
+        normalized=norm,
+        lang=detect_lang(norm),
+        rewrite=rewrite,
     )
     rerank = RerankV1(comment_id="c1", stream_id="s1", comment=comment, docs=docs, faq=list(faq), method="keep_top_n")
     return extractive_answer(comment, rerank, max_sentences=max_sentences, max_chars=max_chars), rerank
@@ -286,3 +294,36 @@ def test_two_sentences_that_are_one_answer_are_quoted_together_beyond_the_spoken
     d, rerank = draft(question, [evidence("pko", "平和維持活動", text)], max_chars=60)
     assert "ルワンダ虐殺" in d.answer and "国際人道法" in d.answer
     assert verify(d.answer, rerank.docs, rerank.faq, question=normalize(question)).verdict == 0
+
+
+# --- the rewrite model's wording of the comment ----------------------------------------------
+
+GRUMBLE = "親父が最近テレビの音めっちゃ大きくしてて、耳のやつ買えって言ってもクソ高いって聞かないんよ"
+
+
+def test_a_colloquial_comment_is_answered_from_its_rewrite() -> None:
+    """The viewer's words share nothing with the records; the rewrite model's wording does."""
+    alone, _ = draft(GRUMBLE, [HEARING])
+    assert alone.not_found
+    d, rerank = draft(GRUMBLE, [HEARING], rewrite="高齢者が補聴器を買うときの補助はありますか")
+    assert d.answer == "65歳以上で聴力が落ちた人の補聴器購入に、上限3万円を補助します[1]。"
+    assert_grounded(d, rerank)
+
+
+def test_the_rewrite_chooses_the_sentence_when_the_viewers_words_would_take_another() -> None:
+    """'When is her day?' in a viewer's words is filled by any date; the rewrite asks for the birthday."""
+    profile = evidence(
+        "vtuber",
+        "みお プロフィール",
+        "2024年4月1日にデビューした。誕生日は7月7日で、好きな食べ物はたこ焼き。",
+        lang="ja",
+    )
+    loose, _ = draft("みおちゃんの生まれた日っていつ〜？", [profile])
+    assert "2024年4月1日" in loose.answer
+    d, _ = draft("みおちゃんの生まれた日っていつ〜？", [profile], rewrite="みおの誕生日はいつですか")
+    assert d.answer == "誕生日は7月7日で、好きな食べ物はたこ焼き[1]。"
+
+
+def test_without_an_answer_to_the_rewrite_the_viewers_words_are_answered() -> None:
+    d, _ = draft("補聴器の補助っていくら？", [HEARING], rewrite="補聴器の修理費の補助はありますか")
+    assert "上限3万円" in d.answer

@@ -11,7 +11,7 @@ from kotae.knowledge.loading import load_knowledge_base
 from kotae.knowledge.records import load_records
 from kotae.providers import ChatModel, ModelSpecError, ModelUnavailable
 from kotae.services.retriever.logic import Retriever
-from kotae.services.retriever.rewrite import QueryRewriter, load_prompt
+from kotae.services.retriever.rewrite import QueryRewriter, dropped, load_prompt
 from kotae.settings import Settings
 from tests.fakes.model_server import FakeModelServer
 
@@ -84,3 +84,39 @@ def test_a_bad_model_setting_names_the_variable() -> None:
 
 def test_offline_there_is_no_rewriter(settings: Settings) -> None:
     assert QueryRewriter.from_settings(settings) is None
+
+
+# --- a rewrite is another question unless it keeps what the comment names ----------------------
+
+
+def test_dropped_names_the_names_numbers_and_kept_words_a_rewrite_leaves_out() -> None:
+    assert dropped("青葉さんの給料って20%カット？", "知事の給与は何%削減されますか") == ["青葉", "20"]
+    assert dropped("消費税は下げてくれるの？", "宿泊税を下げる予定はありますか", keep=["消費税"]) == ["消費税"]
+    assert dropped("ｻﾌﾞﾚ1,000円分買ったら送料は？", "サブレを1000円分買ったときの送料はいくらですか") == []
+
+
+def test_a_rewrite_that_drops_a_term_no_record_has_is_not_used(indexed: Settings) -> None:
+    """Asked about the consumption tax, a rewrite about another tax would let its answer through."""
+    with FakeModelServer("宿泊税を下げる予定はありますか") as fake:
+        settings = indexed.model_copy(update={"rewrite_model": f"compatible:{fake.url}/v1|rewriter"})
+        result = Retriever(settings).retrieve("消費税は下げてくれるの？", kb="default", day=DAY)
+    assert result.query is None and result.method == "hybrid"
+    assert [c.outcome for c in result.calls] == ["unusable: dropped 「消費税」"]
+    assert result.gate == "no_match" and "「消費税」" in result.reason
+
+
+def test_a_faithful_rewrite_of_an_uncovered_question_stays_uncovered(indexed: Settings) -> None:
+    with FakeModelServer("消費税を下げる予定はありますか") as fake:
+        settings = indexed.model_copy(update={"rewrite_model": f"compatible:{fake.url}/v1|rewriter"})
+        result = Retriever(settings).retrieve("消費税は下げてくれるの？", kb="default", day=DAY)
+    assert result.query == "消費税を下げる予定はありますか"
+    assert result.gate == "no_match" and result.reason.startswith("not_covered: 「消費税」")
+
+
+def test_what_only_the_rewrite_names_must_be_covered_too(indexed: Settings) -> None:
+    """The model read 'my house will collapse in a quake' as a question about earthquake-proofing,
+    which no record covers: silence, not the rent subsidy that shares 住宅 and 補助."""
+    with FakeModelServer("住宅の耐震化への補助はありますか") as fake:
+        settings = indexed.model_copy(update={"rewrite_model": f"compatible:{fake.url}/v1|rewriter"})
+        result = Retriever(settings).retrieve("地震来たら家つぶれそうで怖い", kb="default", day=DAY)
+    assert result.gate == "no_match" and result.reason.startswith("not_covered: 「耐震化」")

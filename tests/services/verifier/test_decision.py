@@ -14,7 +14,7 @@ from kotae.contracts import FaqEvidence
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.services.verifier.decision import VerifierPolicy, decide
 from kotae.settings import load_settings
-from tests.factories import CAP_EVIDENCE, TRANSPORT, TRANSPORT_EN, draft_for
+from tests.factories import CAP_EVIDENCE, HEARING, TRANSPORT, TRANSPORT_EN, draft_for
 from tests.fakes.model_server import FakeModelServer
 
 DATE = "新しい路線バス「みなと線」は2027年10月1日に運行を始めます[1]。"
@@ -155,3 +155,38 @@ async def test_cascade_a_supported_answer_that_leaves_out_another_figure_asked_f
     assert d.decided_by == "model" and d.outcome == "unanswered" and len(fake.requests) == 1
     # Offline mode is unchanged: the same draft is verified (the evaluator's `complete` sees the rest).
     assert (await decide(partial, VerifierPolicy(sure=0.9))).outcome == "verified"
+
+
+# --- the rewrite model's wording of the comment ----------------------------------------------
+
+GRUMBLE = "親父が最近テレビの音めっちゃ大きくしてて、耳のやつ買えって言ってもクソ高いって聞かないんよ"
+AIDS = "65歳以上で聴力が落ちた人の補聴器購入に、上限3万円を補助します[1]。"
+
+
+async def test_offline_an_answer_to_the_rewrite_of_a_colloquial_comment_is_verified() -> None:
+    alone = await decide(draft_for(GRUMBLE, AIDS, [HEARING]), VerifierPolicy())
+    assert alone.outcome == "unanswered"
+    d = await decide(
+        draft_for(GRUMBLE, AIDS, [HEARING], rewrite="高齢者が補聴器を買うときの補助はありますか"), VerifierPolicy()
+    )
+    assert d.outcome == "verified" and d.relevance is not None
+    assert d.relevance.wording == "高齢者が補聴器を買うときの補助はありますか"
+
+
+async def test_offline_an_answer_to_neither_wording_ends_unanswered_with_the_comments_reason() -> None:
+    care = "介護職員の手当を月額2万円上乗せします[1]。"
+    d = await decide(
+        draft_for(GRUMBLE, care, [HEARING], rewrite="高齢者が補聴器を買うときの補助はありますか"), VerifierPolicy()
+    )
+    assert d.outcome == "unanswered" and d.reason.startswith("not_found: ")
+    assert "asked about '親父'" in d.reason  # the viewer's words, not the rewrite's
+
+
+async def test_model_mode_the_floor_reads_the_rewrite_too(fake: FakeModelServer) -> None:
+    """The model verifier passes an answer to a colloquial comment; the offline floor under it reads the
+    rewrite model's wording, so the comment is answered instead of ending unanswered."""
+    d = await decide(
+        draft_for(GRUMBLE, AIDS, [HEARING], rewrite="高齢者が補聴器を買うときの補助はありますか"),
+        policy_for(fake, "model"),
+    )
+    assert d.outcome == "verified" and d.decided_by == "model"
