@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from kotae.knowledge.text import is_japanese, normalize
+from kotae.knowledge.text import is_japanese, normalize, set_aside
 from kotae.sentence_analysis import Analysis, Term, analyse, katakana, short_units
 
 #: What each kind of answer is, as a reason says it.
@@ -370,6 +370,8 @@ def _focus_terms(chunk: str) -> list[FocusTerm]:
         before = analysis.tokens[term.start - 1] if term.start > 0 else None
         if before is not None and before.wh and before.pos[0] == "連体詞":
             continue  # どんな言語, どの国: the sort of thing the answer is (英語, オランダ), not what it is about
+        if term.text.endswith("以外") or set_aside([t.surface for t in analysis.tokens[term.end : term.end + 2]]):
+            continue  # 市役所のほかにどこ: the answer is about anything but it
         tokens = analysis.tokens[term.start : term.end]
         forms = frozenset(f for t in tokens for f in t.forms)
         if not forms or term.text in _ASKING or forms <= _ASKING:

@@ -114,3 +114,8 @@ def test_an_honorific_inside_a_term_splits_it_into_the_name_and_what_follows() -
 def test_the_noun_a_which_word_picks_is_the_sort_of_answer_not_the_focus() -> None:
     assert {t.text for t in question_focus("強勢リズムはどんな言語に見られるか").terms} == {"強勢リズム"}
     assert {t.text for t in question_focus("どの国の首都が一番大きい？").terms} == {"首都"}
+
+
+def test_what_a_question_sets_aside_is_not_asked_about() -> None:
+    assert [t.text for t in question_focus("期日前投票所は市役所のほかにどこにありますか").terms] == ["期日前投票所"]
+    assert "現金以外" not in [t.text for t in question_focus("現金以外で払える？").terms]

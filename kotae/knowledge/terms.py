@@ -36,7 +36,7 @@ from typing import Any
 
 from sudachipy import Dictionary, SplitMode
 
-from kotae.knowledge.text import EN_STOPWORDS, is_japanese, normalize
+from kotae.knowledge.text import EN_STOPWORDS, is_japanese, normalize, set_aside
 
 _local = threading.local()
 # Nouns that name nothing by themselves (Sudachi's sub-categories).
@@ -134,9 +134,12 @@ def _shape(m: Any) -> tuple[bool, tuple[str, ...]]:
 def _key_terms_cached(text: str) -> tuple[KeyTerm, ...]:
     out: list[KeyTerm] = []
     seen: set[str] = set()
-    for m in _tokenizer().tokenize(text):
+    morphemes = list(_tokenizer().tokenize(text))
+    for i, m in enumerate(morphemes):
         if not _is_key_noun(m) or m.surface() in seen:
             continue
+        if set_aside([n.surface() for n in morphemes[i + 1 : i + 3]]):
+            continue  # 市役所のほかに: what the comment sets aside is not what it asks about
         seen.add(m.surface())
         specific, stems = _shape(m)
         out.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 
 from sudachipy import Dictionary, SplitMode
@@ -162,3 +163,13 @@ def split_sentences(text: str) -> list[str]:
 
 def is_japanese(text: str) -> bool:
     return any(unicodedata.name(ch, "").startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")) for ch in text)
+
+
+#: What follows a noun that a question sets aside (市役所のほかにどこで, 現金以外で, 土日を除いて).
+_SET_ASIDE = (("の", "ほか"), ("の", "他"), ("以外",), ("を", "除く"), ("を", "除い"), ("を", "除き"))
+
+
+def set_aside(following: Sequence[str]) -> bool:
+    """Whether the words ``following`` a noun set it aside: 市役所 in 期日前投票所は市役所のほかにどこに
+    ありますか is what the answer is not about, so it is neither asked about nor needed in the records."""
+    return any(tuple(following[: len(mark)]) == mark for mark in _SET_ASIDE)

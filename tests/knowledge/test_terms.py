@@ -98,3 +98,11 @@ def test_records_count_as_english_only_when_they_hold_english(vocab: Vocabulary)
     assert english.writes(osaka) and english.find(osaka) is None
     [tax] = [t for t in key_terms("消費税") if t.specific]
     assert not english.writes(tax)  # English records write "consumption tax", if anything
+
+
+@pytest.mark.parametrize(
+    "comment", ["期日前投票所は市役所のほかにどこにありますか", "現金以外で払える？", "土日を除いて毎日やってる？"]
+)
+def test_what_a_comment_sets_aside_is_not_a_term_it_needs(comment: str) -> None:
+    """A records' silence on 市役所 does not make 'where else besides the city hall?' uncovered."""
+    assert not {"市役所", "現金", "土日"} & {t.surface for t in key_terms(comment)}
