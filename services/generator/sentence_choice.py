@@ -203,6 +203,21 @@ def choose(question: str, sentences: list[tuple[Block, str]], *, max_sentences: 
     return Choice(chosen, label=_subject_label(question, chosen[0]), joined=joined)
 
 
+#: A sentence that opens a new item of a list or a section: (2) …, ・…, ②…, 【政策】….
+_NEW_ITEM = re.compile(r"^[\(（]?[0-9０-９]+[\)）.]|^[・●■◆※【]|^[①-⑳]")
+
+
+def _gives_the_implied_kind(focus: QuestionFocus, first: Candidate, follow: Candidate) -> bool:
+    """A keyword that names its kind (宿泊税, バス代: an amount) is answered by the sentence that
+    introduces it and the next one of the same item, when only that one gives the kind
+    (…宿泊税を導入する。税額は1人1泊200円。): the viewer typing a fee wants the figure."""
+    if focus.explicit or not focus.kinds or _NEW_ITEM.match(follow.sentence):
+        return False
+    return not any(holds_kind(k, first.sentence) for k in focus.kinds) and any(
+        holds_kind(k, follow.sentence) for k in focus.kinds
+    )
+
+
 #: A sentence that opens by pointing back (これを受け…, その結果…) leans on the one before it.
 _POINTS_BACK = re.compile(r"^(これ|それ|この|その|こう|そう|同年|同じ|後者|前者)")
 #: A sentence that opens so (一方、…, 例えば…) goes on from the one before it.
@@ -253,11 +268,13 @@ def _continuation(question: str, candidates: list[Candidate], first: Candidate) 
     follow = next((c for c in candidates if c.order == first.order + 1 and c.block.n == first.block.n), None)
     if follow is None or first.relevance.coverage < RESTATES:
         return None
+    focus = question_focus(question)
+    if _gives_the_implied_kind(focus, first, follow):
+        return follow
     # One that points back (それらを深層Webと呼ぶ) holds the question's words only through
     # ``first``, so the signs of its slot, which count words near the place, read low.
     if follow.slot < (CONTINUES_BACK if _POINTS_BACK.match(follow.sentence) else CONTINUES) * first.slot:
         return None
-    focus = question_focus(question)
     if focus.explicit and focus.kinds:
         # Asked for a kind (いつ, いくら): only when the first does not give it and the next does.
         if any(holds_kind(k, first.sentence) for k in focus.kinds):

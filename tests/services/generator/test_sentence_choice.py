@@ -132,3 +132,23 @@ def test_a_next_sentence_that_points_back_continues_a_restating_one_though_its_s
     picked = choose("索引を付けられないがオンラインで使えるデータは何？", sentences(doc(text, "検索")), max_sentences=2)
     said = "".join(c.sentence for c in picked.chosen)
     assert "深層Web" in said, said
+
+
+def test_a_fee_typed_alone_gets_the_sentence_that_introduces_it_and_the_one_giving_its_amount() -> None:
+    """入湯税 names an amount; the sentence introducing the tax gives only its start date."""
+    spa = Evidence(
+        doc_id="spa-2027",
+        chunk_id="spa-2027#a",
+        title="温泉地の振興",
+        text="(1) 2028年4月から入湯税を導入する。税額は1人1回150円。(2) 足湯を3か所整備する。",
+        lang="ja",
+    )
+    picked = choose("入湯税", sentences(spa), max_sentences=2)
+    assert [c.sentence for c in picked.chosen] == ["(1) 2028年4月から入湯税を導入する。", "税額は1人1回150円。"]
+    assert picked.joined
+    # A next sentence that opens another item is another answer, not this one's amount.
+    alone = Evidence(
+        **{**spa.model_dump(), "text": "(1) 2028年4月から入湯税を導入する。(2) 足湯を150円で使えるようにする。"}
+    )
+    other = choose("入湯税", sentences(alone), max_sentences=2)
+    assert other.chosen[0].sentence == "(1) 2028年4月から入湯税を導入する。" and not other.joined
