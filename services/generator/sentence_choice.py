@@ -19,7 +19,8 @@ document's title goes before it as a label (【ラオス】). A second sentence 
 gives a kind of answer the first does not (いつから？何人目から？), or, for a question without a
 wh-word, it addresses terms of the question the first leaves out; or the first restates the
 question and the next sentence of its block, which leaves its subject to the first, fills the
-slot (…期間が出現することがある。この期間のことを梅雨の中休みという); or a question written
+slot (…期間が出現することがある。この期間のことを梅雨の中休みという), or a keyword that implies
+its kind (宿泊税: an amount) finds it only in the next sentence of the same item; or a question written
 across two sentences of a passage finds its answer in the neighbour of the best one — the sentence
 before one that points back (これを受け…), or the one after that goes on from it (一方、…) — when
 the two together hold terms of the question the best one lacks. When no sentence is relevant
