@@ -314,7 +314,9 @@ def relevance_to_any(
 ) -> Relevance:
     """:func:`relevance` to the comment ``question``, else to its second wording ``rewrite``.
 
-    Not addressing either, the decision (and its reasons) is the comment's own.
+    Not addressing either, the decision (and its reasons) is the comment's own. The rewrite may not
+    change the kind of answer the comment asks for with a wh-word: an answer that does not give it
+    is no answer, whatever the rewrite asks.
 
     Example::
 
@@ -328,7 +330,9 @@ def relevance_to_any(
         (True, '補聴器を買うときの補助はありますか')
     """
     own = relevance(question, answer, evidence, read_with=read_with)
-    if own.relevant or not rewrite or rewrite == question:
+    if own.relevant or not rewrite or rewrite == question or own.unfilled:
+        # The rewrite may reword what is asked about, never the kind of answer the viewer asked for
+        # (いくらかかる reworded as どのくらい would take 1機 for an answer).
         return own
     second = relevance(rewrite, answer, evidence, read_with=read_with)
     return replace(second, wording=rewrite) if second.relevant else own

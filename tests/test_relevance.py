@@ -282,3 +282,15 @@ def test_a_one_character_modifier_makes_no_phrase_near() -> None:
     climate = [("環境", "県内の温室効果ガスを50%削減します。")]
     r = relevance("県職員のテレワークは？", ["県内の温室効果ガスを50%削減します[1]。"], climate)
     assert [m.credit for m in r.matches if m.term.text == "県職員"] == [0.0]
+
+
+def test_a_rewrite_cannot_change_the_kind_of_answer_asked_for() -> None:
+    """Asked how much, reworded by a small model as how many: a count of ambulances answers neither."""
+    fleet = [("救急", "救急車は現在12台です。")]
+    r = relevance_to_any(
+        "救急車って1回呼ぶといくらかかるの？",
+        "救急車の1回の料金はどのくらいですか",
+        ["救急車は現在12台です[1]。"],
+        fleet,
+    )
+    assert not r.relevant and r.wording is None and r.unfilled == ("amount",)

@@ -21,8 +21,9 @@ from kotae.citations import Block, citation_check, cited_numbers, numbered_block
 from kotae.contracts import Citation, CitationCheck, CommentV1, ModelCall, RerankV1
 from kotae.knowledge.embeddings import Embedder
 from kotae.knowledge.text import search_tokens, split_sentences
+from kotae.question_focus import holds_kind, question_focus
 from kotae.services.generator.across_languages import choose_across_languages
-from kotae.services.generator.sentence_choice import Candidate, choose
+from kotae.services.generator.sentence_choice import Candidate, Choice, choose
 
 METHOD = "extractive"
 
@@ -126,6 +127,15 @@ def _same_content(a: str, b: str) -> bool:
     return len(ta & tb) / len(ta | tb) >= 0.6
 
 
+def _gives_what_was_asked(question: str, picked: Choice) -> bool:
+    """Whether ``picked`` quotes something, and the kind of answer ``question`` asks for with a wh-word
+    (a rewrite may reword what is asked about, not that: いくら asked, いくつ rewritten, 1機 quoted)."""
+    focus = question_focus(question)
+    if not picked.chosen or not (focus.explicit and focus.kinds):
+        return bool(picked.chosen)
+    return any(holds_kind(k, c.sentence) for c in picked.chosen for k in focus.kinds)
+
+
 def extractive_answer(
     comment: CommentV1,
     rerank: RerankV1,
@@ -157,7 +167,7 @@ def extractive_answer(
         # for the viewer's words); the viewer's own words when it finds nothing.
         wordings = [w for w in (comment.rewrite, comment.normalized) if w]
         picked = choose(wordings[0], sentences, max_sentences=max_sentences)
-        if not picked.chosen and len(wordings) > 1:
+        if len(wordings) > 1 and not _gives_what_was_asked(comment.normalized, picked):
             picked = choose(wordings[1], sentences, max_sentences=max_sentences)  # and its reason, if none
     elif embedder is not None and blocks:
         picked = choose_across_languages(
