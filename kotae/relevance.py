@@ -228,7 +228,10 @@ def _other_things(focus: QuestionFocus, blocks: _Text) -> list[str]:
         parts = [p.lower() for p in term.parts]
         if len(parts) > 1 and parts[-1] in _OPTIONAL_HEADS:
             parts = parts[:-1]
-        if len(parts) > 1 and term.text.lower() not in blocks.text:
+        # Said as the evidence says it (臨界鉄道 for 臨海鉄道, both リンカイテツドウ): a slip of the
+        # kana-to-kanji conversion, the same thing.
+        heard = len(term.reading) >= 4 and term.reading in blocks.reading
+        if len(parts) > 1 and term.text.lower() not in blocks.text and not heard:
             _, note, other = _match_compound(parts, blocks)
             if other:
                 out.append(f"asked about {term.text!r}, which the evidence does not mention ({note})")

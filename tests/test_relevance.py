@@ -38,6 +38,20 @@ def test_another_compound_with_the_same_head_is_another_thing() -> None:
     assert "'消費税', which the evidence does not mention (the evidence has '宿泊税')" in r.reason
 
 
+def test_a_homophone_slip_of_the_conversion_is_the_same_thing() -> None:
+    """臨界鉄道 typed for 臨海鉄道 (both リンカイテツドウ) asks about the railway the evidence names."""
+    block = [("交通", "しおかぜ臨海鉄道は2029年までに新型車両6両を入れます。")]
+    r = relevance(
+        "臨界鉄道の新しい車両っていつくるん？", ["しおかぜ臨海鉄道は2029年までに新型車両6両を入れます[1]。"], block
+    )
+    assert r.relevant, r.reasons
+    # A modifier that sounds different is still another thing.
+    other = relevance(
+        "地下鉄道の新しい車両っていつくるん？", ["しおかぜ臨海鉄道は2029年までに新型車両6両を入れます[1]。"], block
+    )
+    assert not other.relevant and "'地下鉄道', which the evidence does not mention" in other.reason
+
+
 def test_a_compound_whose_modifier_heads_a_longer_phrase_is_not_another_thing() -> None:
     """バス路線 asked of a document on the コミュニティバス and its 新路線: a kind of bus is a bus."""
     block = [("公共交通", "市のコミュニティバスの運賃を150円にします。2027年10月に新路線を開設します。")]
