@@ -506,6 +506,14 @@ _PERSON_SUFFIX = re.compile(
 _KANJI_NOUN = re.compile(r"[\u4e00-\u9fff々]{2,}")
 
 
+def names_only_the_kind(noun: str) -> bool:
+    """Does ``noun`` only name the kind of answer asked for, or the asking (料金, 出身地, 呼び方)?
+
+    No record need say it: asked 出身地はどこ, a profile answers 磯辺町生まれ.
+    """
+    return noun in _ASKING
+
+
 def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -> bool:
     """Does ``text`` hold a phrase of the kind of answer ``kind`` (a date, an amount, a place …)?
 

@@ -40,7 +40,7 @@ from kotae.knowledge.index import Hit, IndexMeta
 from kotae.knowledge.records import detect_lang
 from kotae.knowledge.terms import KeyTerm, key_terms
 from kotae.knowledge.text import search_tokens, split_sentences
-from kotae.question_focus import holds_kind, question_focus
+from kotae.question_focus import holds_kind, names_only_the_kind, question_focus
 
 #: Most topics an ask-back names.
 MAX_CANDIDATES = 3
@@ -136,7 +136,8 @@ def decide(text: str, docs: list[Hit], faq: list[Hit], meta: IndexMeta, threshol
     vocab = meta.vocab()
     # A name is looked up only in records written in its script: in Japanese records Osaka is
     # written 大阪, in English ones 宿泊税 is "lodging tax"; neither can be found by its spelling.
-    specific = [t for t in terms if t.specific and vocab and vocab.writes(t)]
+    # A noun that only names the kind asked for (出身地) need not be in a record: the answer's kind is.
+    specific = [t for t in terms if t.specific and vocab and vocab.writes(t) and not names_only_the_kind(t.surface)]
     missing = [t.surface for t in specific if vocab.find(t) is None]
     if missing and (len(missing) == len(specific) or best < thresholds.strong):
         named = "、".join(f"「{m}」" for m in missing)

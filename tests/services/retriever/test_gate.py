@@ -72,6 +72,32 @@ def test_a_focus_no_record_has_is_left_unanswered_with_a_reason_naming_it(
     assert result.reason == f"not_covered: 「{missing}」 is in no record of the knowledge base"
 
 
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Retriever]:
+    settings = load_settings(data_dir=tmp_path_factory.mktemp("profile"))
+    records = [
+        doc(
+            "profile",
+            "候補者プロフィール 海野あかり",
+            "海野あかりは磯辺町生まれの47歳。救急科の医師として11年間働いた。",
+        ),
+        *CAMPAIGN,
+    ]
+    load_knowledge_base(records, "ja", settings)
+    r = Retriever(settings)
+    yield r
+    r.close()
+
+
+def test_a_noun_that_only_names_the_kind_asked_for_need_not_be_in_a_record(profile: Retriever) -> None:
+    """出身地 asks for a place: the profile says 磯辺町生まれ and never 出身地, and still covers it."""
+    result = profile.retrieve("海野さんの出身地はどこですか", kb="ja", day=DAY)
+    assert "出身地" not in result.missing and not result.reason.startswith("not_covered"), result.reason
+    # A noun that names what is asked about must still be there.
+    other = profile.retrieve("海野さんの選挙区はどこですか", kb="ja", day=DAY)
+    assert other.missing == ["選挙区"] and other.reason.startswith("not_covered: 「選挙区」"), other.reason
+
+
 # --- ambiguous between covered topics: ask back, naming only those ----------------------------
 
 
