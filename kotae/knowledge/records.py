@@ -65,10 +65,10 @@ class KBRecord(BaseModel):
 
 
 def detect_lang(text: str) -> Literal["ja", "en"]:
-    """'ja' when the text holds kana or kanji, else 'en'."""
+    """'ja' when the text holds kana (half-width katakana too: ｻﾌﾞﾚ) or kanji, else 'en'."""
     for ch in text:
         name = unicodedata.name(ch, "")
-        if name.startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")):
+        if name.startswith(("HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA", "CJK UNIFIED")):
             return "ja"
     return "en"
 

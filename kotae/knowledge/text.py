@@ -17,6 +17,8 @@ from functools import lru_cache
 
 from sudachipy import Dictionary, SplitMode
 
+from kotae.knowledge.records import detect_lang
+
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞"}
 # Light verbs and formal nouns that carry no topic.
 _JA_STOP = {
@@ -162,7 +164,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def is_japanese(text: str) -> bool:
-    return any(unicodedata.name(ch, "").startswith(("HIRAGANA", "KATAKANA", "CJK UNIFIED")) for ch in text)
+    return detect_lang(text) == "ja"
 
 
 #: What follows a noun that a question sets aside (市役所のほかにどこで, 現金以外で, 土日を除いて).

@@ -261,6 +261,7 @@ def test_open_ended_validity() -> None:
         ("保育料はいくら", "ja"),
         ("ひらがなだけ", "ja"),
         ("カタカナ", "ja"),
+        ("ｻﾌﾞﾚ", "ja"),  # half-width katakana, as chat types it
         ("Is the bus free? バス", "ja"),
         ("How much is the bus fare?", "en"),
         ("888888", "en"),
