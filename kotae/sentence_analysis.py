@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 
 from sudachipy import Dictionary, SplitMode
 
-from kotae.knowledge.text import is_japanese, normalize, split_sentences
+from kotae.knowledge.text import is_japanese, normalize, split_sentences, without_clitic
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
 _PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}
@@ -226,7 +226,7 @@ def _stem(word: str) -> str:
 def _en_tokens(text: str) -> list[Token]:
     out: list[Token] = []
     for i, m in enumerate(_EN_WORD.finditer(text)):
-        word = m.group(0)
+        word = m.group(0) if m.group(0)[0].isdigit() else without_clitic(m.group(0))
         low = word.lower()
         if word[0].isdigit():
             value = word.replace(",", "")

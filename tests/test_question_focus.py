@@ -20,11 +20,18 @@ from kotae.question_focus import holds_kind, question_focus
         ("社長はどなたですか", ("person",), True),
         ("送料", ("amount",), False),  # a keyword names its kind
         ("What is the bus fare cap?", ("amount",), True),  # "what": the noun after it names the kind
+        ("What's the monthly scholarship?", ("amount",), True),  # contracted, still a wh-word
     ],
 )
 def test_the_kind_of_answer_asked_for(question: str, kinds: tuple[str, ...], explicit: bool) -> None:
     focus = question_focus(question)
     assert focus.kinds == kinds and focus.explicit is explicit
+
+
+def test_a_contraction_or_possessive_is_read_without_its_ending() -> None:
+    """What's asks, and is no term an answer must repeat; Tokyo's names Tokyo."""
+    terms = [t.text for t in question_focus("What's Tokyo's plan? I'm moving there.").terms]
+    assert "Tokyo" in terms and not any("'" in t for t in terms), terms
 
 
 def test_words_of_asking_and_of_instructions_are_no_focus() -> None:

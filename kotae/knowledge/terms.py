@@ -36,7 +36,7 @@ from typing import Any
 
 from sudachipy import Dictionary, SplitMode
 
-from kotae.knowledge.text import EN_STOPWORDS, is_japanese, normalize, set_aside
+from kotae.knowledge.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
 
 _local = threading.local()
 # Nouns that name nothing by themselves (Sudachi's sub-categories).
@@ -155,7 +155,7 @@ def _key_terms_cached(text: str) -> tuple[KeyTerm, ...]:
         )
     japanese = is_japanese(text)
     for match in _LATIN_WORD.finditer(text):
-        word = match.group(0)
+        word = without_clitic(match.group(0))
         low = word.lower().strip("'-")
         if len(low) <= 2 or low in seen or low in EN_STOPWORDS:
             continue

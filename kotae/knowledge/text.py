@@ -163,6 +163,20 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+# An English word's contraction or possessive ending (What's, I'm, Tokyo's, don't).
+_CLITIC = re.compile(r"(?:'(?:s|re|m|ll|ve|d)|n't)$", re.I)
+_IRREGULAR_CLITIC = {"can't": "can", "won't": "will", "shan't": "shall"}
+
+
+def without_clitic(word: str) -> str:
+    """``word`` without its contraction or possessive ending: What's → What, Tokyo's → Tokyo,
+    don't → do. "What's the fare" asks with a wh-word, and Tokyo's names Tokyo."""
+    irregular = _IRREGULAR_CLITIC.get(word.lower())
+    if irregular:
+        return irregular
+    return _CLITIC.sub("", word) or word
+
+
 def is_japanese(text: str) -> bool:
     return detect_lang(text) == "ja"
 

@@ -53,6 +53,7 @@ def draft(text: str, docs: list[Evidence], embedder: object) -> tuple[Draft, Rer
     ("question", "docs", "quoted"),
     [
         ("What is the bus fare cap for adults?", [TRANSPORT], "大人300円"),
+        ("What's the bus fare cap for adults?", [TRANSPORT], "大人300円"),  # contracted, still asks
         ("When does the new bus line open?", [TRANSPORT], "2027年10月"),
         ("How many tsunami evacuation towers will there be by 2030?", [DISASTER, TRANSPORT], "60基"),
         ("How much is the subsidy for making an old wooden house earthquake-proof?", [DISASTER], "150万円"),
