@@ -120,6 +120,12 @@ class _Text:
 _OPTIONAL_HEADS = {"代", "費", "料", "額", "賃", "金", "日", "時"}
 
 
+def _heard(term: FocusTerm, where: _Text, least: int) -> bool:
+    """A Japanese term's reading, at least ``least`` kana long, is read in ``where`` (ほちょうき
+    meets 補聴器). Never an English word: rice is not heard in "prices"."""
+    return len(term.reading) >= least and is_japanese(term.reading) and term.reading in where.reading
+
+
 def _kana_found(term: FocusTerm, where: _Text) -> bool:
     """A kana spelling of a kanji word (ほちょうき): the run it is part of is read in ``where``."""
     return any(run in where.reading for run in term.kana_runs)
@@ -185,7 +191,7 @@ def _match_in(focus: QuestionFocus, term: FocusTerm, where: _Text) -> tuple[floa
     if text in where.phrases or text in where.words:
         return 1.0, ""
     # By sound only a word: 20 read ニレイ is not in 2030 read ニレイサンレイ.
-    if term.kind != "number" and (len(term.reading) >= 3 and term.reading in where.reading or _kana_found(term, where)):
+    if term.kind != "number" and (_heard(term, where, 3) or _kana_found(term, where)):
         return 1.0, ""
     parts = [p.lower() for p in term.parts]
     if len(parts) > 1 and parts[-1] in _OPTIONAL_HEADS:
@@ -230,8 +236,7 @@ def _other_things(focus: QuestionFocus, blocks: _Text) -> list[str]:
             parts = parts[:-1]
         # Said as the evidence says it (臨界鉄道 for 臨海鉄道, both リンカイテツドウ): a slip of the
         # kana-to-kanji conversion, the same thing.
-        heard = len(term.reading) >= 4 and term.reading in blocks.reading
-        if len(parts) > 1 and term.text.lower() not in blocks.text and not heard:
+        if len(parts) > 1 and term.text.lower() not in blocks.text and not _heard(term, blocks, 4):
             _, note, other = _match_compound(parts, blocks)
             if other:
                 out.append(f"asked about {term.text!r}, which the evidence does not mention ({note})")

@@ -52,6 +52,15 @@ def test_a_homophone_slip_of_the_conversion_is_the_same_thing() -> None:
     assert not other.relevant and "'地下鉄道', which the evidence does not mention" in other.reason
 
 
+def test_an_english_word_is_not_found_inside_another_word() -> None:
+    """Asked how long rice crackers keep, a sentence on prices answers nothing: rice is not in "prices"."""
+    prices = "The prices below apply from 1 October 2026"
+    block = [("Products", f"Rice crackers keep for 180 days. {prices}.")]
+    r = relevance("How long do the rice crackers keep?", [f"{prices}[1]."], block)
+    assert not r.relevant
+    assert relevance("How long do the rice crackers keep?", ["Rice crackers keep for 180 days[1]."], block).relevant
+
+
 def test_a_compound_whose_modifier_heads_a_longer_phrase_is_not_another_thing() -> None:
     """バス路線 asked of a document on the コミュニティバス and its 新路線: a kind of bus is a bus."""
     block = [("公共交通", "市のコミュニティバスの運賃を150円にします。2027年10月に新路線を開設します。")]
