@@ -104,6 +104,7 @@ class _Text:
     words: frozenset[str]
     text: str
     reading: str
+    counted: frozenset[str]  # each number with its counter: 2歳, 100000人
 
     @classmethod
     def of(cls, analyses: list[Analysis]) -> _Text:
@@ -112,7 +113,19 @@ class _Text:
             frozenset(w for a in analyses for w in a.words),
             "\n".join(a.text.lower() for a in analyses),
             "".join(a.reading for a in analyses),
+            frozenset(f"{n}{c}" for a in analyses for n, c in _counters(a).items()),
         )
+
+
+def _counters(analysis: Analysis) -> dict[str, str]:
+    """Each number of ``analysis`` that a counter follows, with the counter (2歳 → {"2": "歳"}).
+    Not the general counter つ: 一つ挙げよ asks for one example, and an answer counts in its own units."""
+    tokens = analysis.tokens
+    return {
+        t.number: after.surface
+        for t, after in zip(tokens, tokens[1:], strict=False)
+        if t.number and after.pos[:2] == ("接尾辞", "名詞的") and after.surface != "つ"
+    }
 
 
 # One-character heads that only say what sort of money or time a keyword is about (バス代, 医療費):
@@ -188,6 +201,10 @@ def _match_compound(parts: list[str], where: _Text) -> tuple[float, str, bool]:
 def _match_in(focus: QuestionFocus, term: FocusTerm, where: _Text) -> tuple[float, str]:
     """Credit of ``term`` in ``where`` (1, HEAD_CHANGED or 0), and a note on what stands there instead."""
     text = term.text.lower()
+    counter = _counters(analyse(focus.text)).get(term.text) if term.kind == "number" else None
+    if counter:
+        # A number is found with the counter the question gives it: 2歳 is not in 2位.
+        return (1.0, "") if f"{term.text}{counter}" in where.counted else (0.0, "")
     if text in where.phrases or text in where.words:
         return 1.0, ""
     # By sound only a word: 20 read ニレイ is not in 2030 read ニレイサンレイ.
@@ -393,8 +410,10 @@ def _relevance(
         # Not an answer: say what it leaves out, by name.
         reasons += others
         named = " ".join(others)
+        counters = _counters(analyse(focus.text))  # a number is named with its counter: '2歳'
         reasons += [
-            f"asked about {m.term.text!r}, which the evidence does not mention"
+            f"asked about {m.term.text + (counters.get(m.term.text, '') if m.term.kind == 'number' else '')!r}, "
+            "which the evidence does not mention"
             for m in absent
             if repr(m.term.text) not in named
         ]

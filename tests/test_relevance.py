@@ -61,6 +61,20 @@ def test_an_english_word_is_not_found_inside_another_word() -> None:
     assert relevance("How long do the rice crackers keep?", ["Rice crackers keep for 180 days[1]."], block).relevant
 
 
+def test_a_number_is_found_with_the_counter_the_question_gives_it() -> None:
+    """Asked whether a 2-year-old may have gummies, a sales ranking with グミ in 3位 and せんべい in
+    2位 answers nothing: 2歳 is not in 2位."""
+    ranking = "売上ランキングは、1位が黒豆せんべい、2位がどんぐりサブレ、3位がグミ白桃味。"
+    choking = "グミは3歳未満の子どもには与えないでください。"
+    block = [("商品", f"{ranking}{choking}")]
+    asked = "2歳の娘にグミあげていい？"
+    r = relevance(asked, [ranking.replace("。", "[1]。")], block)
+    assert not r.relevant and "asked about '2歳', which the evidence does not mention" in r.reason
+    # The general counter つ is no unit of its own: an answer counts in its own (1つ, said 1個).
+    price = [("商品", "グミ白桃味は1個162円。")]
+    assert relevance("グミ白桃味って1つ何円？", ["グミ白桃味は1個162円[1]。"], price).relevant
+
+
 def test_a_compound_whose_modifier_heads_a_longer_phrase_is_not_another_thing() -> None:
     """バス路線 asked of a document on the コミュニティバス and its 新路線: a kind of bus is a bus."""
     block = [("公共交通", "市のコミュニティバスの運賃を150円にします。2027年10月に新路線を開設します。")]
