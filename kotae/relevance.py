@@ -323,10 +323,18 @@ def relevance(
     for part in parts:
         if _ALTERNATIVE.match(part):
             continue  # 合法ですか？違法ですか？ offers the other option of one question
+        if not _asks(part):
+            continue  # 言わないなら通報します: a threat or a remark, whatever it shares with the evidence
         one = _relevance(part, answer, evidence, read_with)
         if one.relevant:
             return one
     return whole
+
+
+def _asks(part: str) -> bool:
+    """Does this sentence of a comment ask something: a kind of answer, a wh-word, yes or no?"""
+    focus = question_focus(part)
+    return bool(focus.kinds or focus.explicit or focus.yes_no) or part.rstrip().endswith(("?", "？"))
 
 
 def relevance_to_any(

@@ -20,7 +20,7 @@ from kotae.services.ingest.sources import RawComment, read_comment_file
 from kotae.services.verifier.logic import SAFE_REPLY
 from kotae.settings import Settings
 from tests.factories import COMPLIANT, HONEST, respond, with_models
-from tests.fakes.model_server import FakeModelServer
+from tests.fakes.model_server import FakeModelServer, stage_responder
 from tests.integration.stages import running_stages
 
 AT = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
@@ -64,12 +64,13 @@ async def test_model_path_verifies_honest_answers_with_every_call_recorded(
 
 
 def respond_citing(path: str, body: dict[str, Any]) -> str | None:
-    """A manipulated generator that also knows to cite: its compliant reply carries ``[1]``."""
+    """A manipulated generator that also knows to cite and to answer: the faithful quote that answers
+    the question, then the injected claim, each with ``[1]`` — past the relevance floor, which an
+    answer to the question clears, to the support check."""
     reply = respond(path, body)
-    if reply == COMPLIANT["ja"]:
-        return reply.replace("。", "[1]。")
-    if reply == COMPLIANT["en"]:
-        return reply.replace(".", " [1].")
+    if reply in (COMPLIANT["ja"], COMPLIANT["en"]):
+        faithful = stage_responder(path, body) or ""
+        return f"{faithful} {reply.replace('。', '[1]。') if reply == COMPLIANT['ja'] else reply.replace('.', ' [1].')}"
     return reply
 
 
