@@ -13,11 +13,16 @@ them off the question):
   sentences (full credit), else in the titles of the blocks they cite (what the document is
   about: ``IN_TITLE``), else anywhere in those blocks (``IN_BLOCK``: the topic of a paragraph
   is often named once, sentences before). A term matches
-  by its forms, its reading (ほちょうき meets 補聴器) or all of its short units (津波タワー meets
-  津波避難タワー). A compound whose head is there but not its modifier is another thing
+  by its forms, its reading (ほちょうき meets 補聴器; never an English word: rice is not in
+  "prices") or all of its short units (津波タワー meets 津波避難タワー); a number with the
+  counter the question gives it (2歳 is not 2位). A compound whose head is there but not its modifier is another thing
   (消費税 is not 宿泊税; 初乗り運賃 is not 運賃) and gets no credit. The weighted share of
   the question's terms so addressed must reach ``MIN_COVERAGE``, and no term that picks out one
   thing (a name, a katakana word, a compound) may be missing from the evidence altogether.
+
+A comment of several sentences is also answered when one sentence of it that asks (a kind,
+a wh-word, yes/no, a question mark) is answered; a demand or a threat beside it is never judged
+alone.
 
 An English question over Japanese evidence cannot be matched word by word offline: then only
 the kind is checked, and only an explicit one passes (the reason says so).
@@ -435,7 +440,11 @@ def _relevance(
 
 
 def _across_languages(focus: QuestionFocus, answer: _Text, reasons: list[str], unfilled: tuple[str, ...]) -> Relevance:
-    """An English question over Japanese evidence: words cannot be matched offline, numbers can."""
+    """A comment of several sentences is also answered when one sentence of it that asks (a kind,
+a wh-word, yes/no, a question mark) is answered; a demand or a threat beside it is never judged
+alone.
+
+An English question over Japanese evidence: words cannot be matched offline, numbers can."""
     if not focus.kinds:
         reasons.append("an English question over Japanese evidence: only an explicit kind of answer can be checked")
     lost = _numbers_not_in(focus, answer)
