@@ -441,10 +441,10 @@ def _relevance(
 
 def _across_languages(focus: QuestionFocus, answer: _Text, reasons: list[str], unfilled: tuple[str, ...]) -> Relevance:
     """A comment of several sentences is also answered when one sentence of it that asks (a kind,
-a wh-word, yes/no, a question mark) is answered; a demand or a threat beside it is never judged
-alone.
+    a wh-word, yes/no, a question mark) is answered; a demand or a threat beside it is never judged
+    alone.
 
-An English question over Japanese evidence: words cannot be matched offline, numbers can."""
+    An English question over Japanese evidence: words cannot be matched offline, numbers can."""
     if not focus.kinds:
         reasons.append("an English question over Japanese evidence: only an explicit kind of answer can be checked")
     lost = _numbers_not_in(focus, answer)
