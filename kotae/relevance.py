@@ -118,8 +118,13 @@ class _Text:
             frozenset(w for a in analyses for w in a.words),
             "\n".join(a.text.lower() for a in analyses),
             "".join(a.reading for a in analyses),
-            frozenset(f"{n}{c}" for a in analyses for n, c in _counters(a).items()),
+            frozenset(f"{n}{_unit(c)}" for a in analyses for n, c in _counters(a).items()),
         )
+
+
+def _unit(counter: str) -> str:
+    """What a counter counts, by its first character: 2歳 is counted as 0〜2歳児 is, and 3か月 as 3ヶ月."""
+    return {"ヶ": "か", "ケ": "か", "カ": "か", "箇": "か"}.get(counter[0], counter[0])
 
 
 def _counters(analysis: Analysis) -> dict[str, str]:
@@ -209,7 +214,7 @@ def _match_in(focus: QuestionFocus, term: FocusTerm, where: _Text) -> tuple[floa
     counter = _counters(analyse(focus.text)).get(term.text) if term.kind == "number" else None
     if counter:
         # A number is found with the counter the question gives it: 2歳 is not in 2位.
-        return (1.0, "") if f"{term.text}{counter}" in where.counted else (0.0, "")
+        return (1.0, "") if f"{term.text}{_unit(counter)}" in where.counted else (0.0, "")
     if text in where.phrases or text in where.words:
         return 1.0, ""
     # By sound only a word: 20 read ニレイ is not in 2030 read ニレイサンレイ.

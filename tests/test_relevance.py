@@ -70,6 +70,9 @@ def test_a_number_is_found_with_the_counter_the_question_gives_it() -> None:
     asked = "2歳の娘にグミあげていい？"
     r = relevance(asked, [ranking.replace("。", "[1]。")], block)
     assert not r.relevant and "asked about '2歳', which the evidence does not mention" in r.reason
+    # The unit is what must agree: 2歳 is in 0〜2歳児.
+    cap = [("子育て", "0〜2歳児の保育料は月1万5千円を上限にします。")]
+    assert relevance("2歳の子の保育料は月いくら？", ["0〜2歳児の保育料は月1万5千円を上限にします[1]。"], cap).relevant
     # The general counter つ is no unit of its own: an answer counts in its own (1つ, said 1個).
     price = [("商品", "グミ白桃味は1個162円。")]
     assert relevance("グミ白桃味って1つ何円？", ["グミ白桃味は1個162円[1]。"], price).relevant
