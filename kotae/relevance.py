@@ -15,8 +15,8 @@ them off the question):
   is often named once, sentences before). A term matches
   by its forms, its reading (ほちょうき meets 補聴器; never an English word: rice is not in
   "prices") or all of its short units (津波タワー meets 津波避難タワー); a number with the
-  counter the question gives it (2歳 is not 2位). A compound whose head is there but not its modifier is another thing
-  (消費税 is not 宿泊税; 初乗り運賃 is not 運賃) and gets no credit. The weighted share of
+  counter the question gives it (2歳 is not 2位). A compound whose head is there but not its
+  modifier is another thing (消費税 is not 宿泊税; 初乗り運賃 is not 運賃) and gets no credit. The weighted share of
   the question's terms so addressed must reach ``MIN_COVERAGE``, and no term that picks out one
   thing (a name, a katakana word, a compound) may be missing from the evidence altogether.
 
@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from kotae.citations import strip_markers
 from kotae.knowledge.text import is_japanese, normalize, split_sentences
@@ -125,6 +126,12 @@ class _Text:
 def _unit(counter: str) -> str:
     """What a counter counts, by its first character: 2歳 is counted as 0〜2歳児 is, and 3か月 as 3ヶ月."""
     return {"ヶ": "か", "ケ": "か", "カ": "か", "箇": "か"}.get(counter[0], counter[0])
+
+
+@lru_cache(maxsize=4096)
+def _asked_counters(question: str) -> dict[str, str]:
+    """The counters of the question's numbers (read once a question, for every term and text)."""
+    return _counters(analyse(question))
 
 
 def _counters(analysis: Analysis) -> dict[str, str]:
@@ -211,7 +218,7 @@ def _match_compound(parts: list[str], where: _Text) -> tuple[float, str, bool]:
 def _match_in(focus: QuestionFocus, term: FocusTerm, where: _Text) -> tuple[float, str]:
     """Credit of ``term`` in ``where`` (1, HEAD_CHANGED or 0), and a note on what stands there instead."""
     text = term.text.lower()
-    counter = _counters(analyse(focus.text)).get(term.text) if term.kind == "number" else None
+    counter = _asked_counters(focus.text).get(term.text) if term.kind == "number" else None
     if counter:
         # A number is found with the counter the question gives it: 2歳 is not in 2位.
         return (1.0, "") if f"{term.text}{_unit(counter)}" in where.counted else (0.0, "")
@@ -428,7 +435,7 @@ def _relevance(
         # Not an answer: say what it leaves out, by name.
         reasons += others
         named = " ".join(others)
-        counters = _counters(analyse(focus.text))  # a number is named with its counter: '2歳'
+        counters = _asked_counters(focus.text)  # a number is named with its counter: '2歳'
         reasons += [
             f"asked about {m.term.text + (counters.get(m.term.text, '') if m.term.kind == 'number' else '')!r}, "
             "which the evidence does not mention"
@@ -445,11 +452,7 @@ def _relevance(
 
 
 def _across_languages(focus: QuestionFocus, answer: _Text, reasons: list[str], unfilled: tuple[str, ...]) -> Relevance:
-    """A comment of several sentences is also answered when one sentence of it that asks (a kind,
-    a wh-word, yes/no, a question mark) is answered; a demand or a threat beside it is never judged
-    alone.
-
-    An English question over Japanese evidence: words cannot be matched offline, numbers can."""
+    """An English question over Japanese evidence: words cannot be matched offline, numbers can."""
     if not focus.kinds:
         reasons.append("an English question over Japanese evidence: only an explicit kind of answer can be checked")
     lost = _numbers_not_in(focus, answer)
