@@ -941,7 +941,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status of a command whose reader closed its output (``kotae onair status | head``), as for SIGPIPE.
+EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
+
+
+def _reader_went_away() -> int:
+    """End quietly when stdout's reader has gone (a pipe to ``head``), as the Python docs recommend.
+
+    What is left in stdout's buffer can never be written; pointing stdout at /dev/null keeps the
+    interpreter's flush at exit from raising the same error again as a traceback.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_PIPE_CLOSED
+
+
+def _warn_unknown_settings() -> None:
+    """Warn on stderr about each ``KOTAE_*`` variable no setting reads (a typo changes nothing otherwise)."""
+    from kotae.unknown_settings import unknown_setting_warnings
+
+    for line in unknown_setting_warnings(os.environ):
+        print(line, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``kotae`` command; returns its exit status."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return status
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from kotae.faults import TransientError
     from kotae.knowledge.embeddings import EmbeddingMismatch
     from kotae.knowledge.records import KnowledgeBaseError
@@ -949,6 +982,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kotae.services.evaluator.labelled import QuestionSetError
     from kotae.services.ingest.sources import CommentInputError
 
+    _warn_unknown_settings()
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings()
@@ -980,7 +1014,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kotae.bus.embedded import EmbeddedServerError
         from kotae.stack import StackError
 
-        if isinstance(exc, EmbeddedServerError | StackError | OSError):
+        if isinstance(exc, EmbeddedServerError | StackError | OSError) and not isinstance(exc, BrokenPipeError):
             print(f"kotae: {exc}", file=sys.stderr)
             return EXIT_FAILED
         raise
