@@ -113,6 +113,28 @@ def test_kb_load_bad_input_names_file_line_and_field_and_writes_nothing(
     assert not (data / "kb").exists()
 
 
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_kb_load_of_an_empty_file_is_an_error_naming_it_and_writes_nothing(
+    data: Path, tmp_path: Path, content: str
+) -> None:
+    path = tmp_path / "kb.jsonl"
+    path.write_text(content, encoding="utf-8")
+    result = kotae("kb", "load", str(path), data=data)
+    assert result.returncode == 1
+    assert f"{path}: no records" in result.stderr and result.stdout == ""
+    assert not (data / "kb").exists()
+
+
+def test_kb_load_of_a_folder_without_records_is_an_error_naming_it(data: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "faq.yaml").write_text("# no entries yet\n", encoding="utf-8")
+    result = kotae("kb", "load", str(folder), data=data)
+    assert result.returncode == 1
+    assert f"{folder}: no .md, .yaml or .jsonl records" in result.stderr
+    assert not (data / "kb").exists()
+
+
 def test_search_batch_prints_the_contract_and_respects_dates(data: Path, tmp_path: Path, sample_kb_path: Path) -> None:
     kotae("kb", "load", str(sample_kb_path), data=data)
     queries = [
@@ -457,3 +479,27 @@ async def test_operator_commands_reach_the_speaker_as_the_operator_user_and_no_o
         assert errors and "permissions violation" in str(errors[0]).lower()
     finally:
         stack.stop()
+
+
+# --- failures that speak ------------------------------------------------------------------
+
+
+def test_a_setting_name_with_a_typo_is_reported_with_the_closest_one(data: Path) -> None:
+    env = {"KOTAE_TOPN": "3", "KOTAE_TEST_NATS_URL": "nats://127.0.0.1:1", "KOTAE_VENV": "/tmp/venv"}
+    result = kotae("nats", "passwords", data=data, env=env)
+    assert result.returncode == 0, result.stderr  # a warning: other tools may set KOTAE_ variables
+    assert "KOTAE_TOPN is not a kotae setting" in result.stderr and "did you mean KOTAE_TOP_N?" in result.stderr
+    assert result.stderr.count("is not a kotae setting") == 1  # the suite's and the scripts' own are known
+
+
+def test_output_to_a_reader_that_went_away_ends_quietly(data: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOTAE_")}
+    env["KOTAE_DATA_DIR"] = str(data)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kotae", "nats", "passwords"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `| head -0` does, before the command has written anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert err == "", err  # no "Broken pipe", no traceback

@@ -235,6 +235,9 @@ def load_records(path: Path, *, slide_files: bool = True) -> list[KBRecord]:
     if not path.exists():
         raise KnowledgeBaseError(f"{path}: no such file or folder")
     sources = _records_in_folder(path, slide_files) if path.is_dir() else _records_in_file(path, slide_files)
+    if not sources:
+        # Loaded, an empty knowledge base would leave every comment unanswered without a word.
+        raise KnowledgeBaseError(f"{path}: no records (the file is empty or holds only blank lines)")
     seen: dict[str, str] = {}
     for where, record in sources:
         if record.id in seen:
