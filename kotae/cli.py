@@ -282,8 +282,24 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _refuse_without_kb(settings: Settings) -> None:
+    """Stop before starting anything when the knowledge base is not loaded: every comment would fail."""
+    from kotae.knowledge.loading import not_loaded
+
+    problem = not_loaded(settings, settings.kb)
+    if problem:
+        raise CommandError(
+            f"{problem}: load it first with `kotae kb load PATH` (a JSONL file or a folder of Markdown and FAQ "
+            f"YAML{'' if settings.kb == 'default' else f', with --name {settings.kb}'}), "
+            "or start anyway with --allow-empty-kb"
+        )
+
+
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.stack import Stack, StackError
+
+    if not args.allow_empty_kb:
+        _refuse_without_kb(settings)
 
     async def run() -> None:
         from kotae.bus.permissions import STACK
@@ -811,6 +827,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("up", help="run nats-server (unless KOTAE_NATS_URL) and every stage until Ctrl-C")
     p.add_argument("--replicas", type=int, default=1, help="processes per stage")
+    p.add_argument(
+        "--allow-empty-kb",
+        action="store_true",
+        help="start even though the knowledge base (KOTAE_KB) is not loaded: comments fail until `kotae kb load`",
+    )
     _add_on_request_flags(p)
     p.set_defaults(func=cmd_up)
 

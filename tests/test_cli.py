@@ -346,8 +346,21 @@ def test_up_restarts_a_stage_killed_under_it_and_keeps_answering(
     assert _stage_pids(data, "reranker") == []
 
 
+def test_up_refuses_a_stack_without_a_knowledge_base_and_names_the_command_that_loads_one(data: Path) -> None:
+    result = kotae("up", data=data, timeout=60)
+    assert result.returncode == 1
+    assert "knowledge base 'default' is not loaded" in result.stderr and "kotae kb load PATH" in result.stderr
+    assert "--allow-empty-kb" in result.stderr and result.stdout == ""
+    assert not (data / "jetstream").exists()  # nothing started
+    named = kotae("up", data=data, env={"KOTAE_KB": "shop"}, timeout=60)
+    assert named.returncode == 1 and "'shop' is not loaded" in named.stderr and "--name shop" in named.stderr
+    gone = kotae("up", data=data, env={"KOTAE_QDRANT_URL": "http://127.0.0.1:9"}, timeout=60)
+    assert gone.returncode == 1 and "Qdrant server at http://127.0.0.1:9 cannot be read" in gone.stderr
+
+
 def test_up_refuses_to_serve_the_console_beyond_this_machine_without_a_token(data: Path) -> None:
-    result = kotae("up", "--onair", data=data, env={"KOTAE_ONAIR_HTTP_HOST": "0.0.0.0"}, timeout=60)
+    env = {"KOTAE_ONAIR_HTTP_HOST": "0.0.0.0"}
+    result = kotae("up", "--onair", "--allow-empty-kb", data=data, env=env, timeout=60)
     assert result.returncode != 0
     assert "KOTAE_ONAIR_CONSOLE_TOKEN" in result.stderr and "0.0.0.0" in result.stderr
     assert not (data / "jetstream").exists() and not (data / "onair" / "console.token").exists()  # nothing started
@@ -366,7 +379,7 @@ def test_up_onair_prints_the_overlay_and_the_console_and_a_new_private_token(dat
     (data / "onair").mkdir(parents=True)
     (data / "onair" / "console.token").write_text("an-old-token-of-a-previous-run\n")
     up = subprocess.Popen(
-        [sys.executable, "-m", "kotae", "up", "--onair"],
+        [sys.executable, "-m", "kotae", "up", "--onair", "--allow-empty-kb"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -35,3 +35,29 @@ def load_knowledge_base(
         )
         report["index"] = {"rebuilt": True, **built.__dict__}
     return report
+
+
+def not_loaded(settings: Settings, name: str) -> str | None:
+    """Why the stages could not search the knowledge base ``name``; None when it is loaded.
+
+    A stack started without one answers nothing: each comment fails after its retries.
+    What is checked is what the retriever opens: the records stored under KOTAE_DATA_DIR,
+    or the knowledge base's entry in the Qdrant server of KOTAE_QDRANT_URL.
+    """
+    if settings.qdrant_url:
+        from kotae.knowledge.index import ServerBackend
+
+        key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        try:
+            backend = ServerBackend.connect(settings.qdrant_url, settings.qdrant_collection, key)
+            try:
+                found = backend.meta(name) is not None
+            finally:
+                backend.close()
+        except Exception as exc:  # unreachable, refused, another server: the stages would fail alike
+            return f"the Qdrant server at {settings.qdrant_url} cannot be read ({type(exc).__name__}: {exc})"
+        return None if found else f"knowledge base {name!r} is not in {settings.qdrant_url}"
+    store = KnowledgeStore(settings.kb_dir, name)
+    if store.digest() is None or not store.exists():
+        return f"knowledge base {name!r} is not loaded (nothing in {store.dir})"
+    return None
