@@ -7,7 +7,11 @@ One function, :func:`decide`, that the bus edge calls once per draft:
 1. **Relevance** (offline, :mod:`kotae.relevance`), before anything is verified: a draft that
    does not address the question's focus (the thing asked about, the kind of answer asked for)
    — in the viewer's words or in the rewrite model's wording of them — ends ``unanswered`` with
-   a ``not_found`` reason that says what was missing. It is the floor under a model verifier too.
+   a ``not_found`` reason that says what was missing. With a model that judges relevance
+   (``verify.v2``, class 4) the offline judgement is a doubt, never a veto: whether a draft
+   answers the question is the model's call (a perfect model's correct answers were vetoed by
+   the word-level check, ``bench/oracle.py``); only the hard floors stay under it — the citation
+   check, and every number and name of a claim in the blocks it cites (``model.py``).
 2. **Support**, by the mode (``KOTAE_VERIFIER_MODE``):
 
    - ``offline``: the offline method decides. Its unsure verdicts go to the configured side
@@ -17,7 +21,8 @@ One function, :func:`decide`, that the bus edge calls once per draft:
      check and the lexical floor;
    - ``cascade``: the offline method's confident verdicts (supported or hallucinated) stand
      without a model call; the unsure ones go to the model, as in ``model`` mode. So does a
-     supported draft that may answer only in part: the evidence it cites has another sentence
+     supported draft the offline relevance check doubts (with a prompt that asks relevance),
+     and a supported draft that may answer only in part: the evidence it cites has another sentence
      giving the kind of answer asked for about what was asked, which the draft leaves out
      (asked 保育料っていくら, it says only 第2子以降は無料 while the cap of 1万5千円 stands beside
      it). Whether that is the answer is a judgement, which a model makes better than a rule.
@@ -42,7 +47,7 @@ from kotae.relevance import METHOD as RELEVANCE_METHOD, Relevance, relevance, re
 from kotae.sentence_analysis import analyse
 from kotae.services.verifier.alignment import leans_on_question
 from kotae.services.verifier.logic import METHOD, SURE, Verdict, verify
-from kotae.services.verifier.model import PROMPT, citation_findings, model_verify
+from kotae.services.verifier.model import ASKS_RELEVANCE, PROMPT, citation_findings, model_verify
 from kotae.settings import Settings
 
 Outcome = Literal["verified", "rejected", "unanswered"]
@@ -76,6 +81,12 @@ class VerifierPolicy:
             unsure=settings.verifier_unsure,
             prompt_version=settings.verifier_prompt,
         )
+
+    @property
+    def model_judges_relevance(self) -> bool:
+        """Whether a model decides if a draft answers the question (its prompt asks it, as class 4):
+        then the offline relevance check sends its doubts to the model instead of vetoing."""
+        return self.mode != "offline" and self.model is not None and self.prompt_version in ASKS_RELEVANCE
 
     @property
     def method(self) -> str:
@@ -198,7 +209,7 @@ async def decide(draft: DraftV1, policy: VerifierPolicy) -> VerifierDecision:
         # A claim citing nothing, or a block that does not exist, is rejected whatever else holds.
         return VerifierDecision("rejected", 2, f"hallucination class 2: {cited[0]}", cited, "offline", method)
     rel = draft_relevance(draft)
-    if not rel.relevant:
+    if not rel.relevant and not policy.model_judges_relevance:
         return VerifierDecision(
             "unanswered",
             None,
@@ -212,7 +223,7 @@ async def decide(draft: DraftV1, policy: VerifierPolicy) -> VerifierDecision:
         return await _by_model(draft, policy, method, rel, None)
     offline = verify(draft.answer, list(draft.docs), list(draft.faq), question=draft.comment.text, sure=policy.sure)
     if policy.mode == "cascade" and (
-        offline.decision == "unsure" or (offline.decision == "supported" and left_out(draft))
+        offline.decision == "unsure" or (offline.decision == "supported" and (not rel.relevant or left_out(draft)))
     ):
         return await _by_model(draft, policy, method, rel, offline.support)
     return _offline(offline, policy, method, rel)

@@ -7,8 +7,9 @@ draft does not answer the question (another thing than the one asked about, or n
 answer asked for); ``verify.v1`` stays loadable (KOTAE_VERIFIER_PROMPT). Programmatic checks run as well
 and their findings always count, whatever the model says: the citation check (a
 block that does not exist, an uncited claim) and a lexical floor (a number the
-cited blocks do not hold, or a sentence sharing under half its content words
-with them) — so a fooled verifier model cannot pass an injected slogan.
+cited blocks do not hold, a proper name they do not hold, or a sentence sharing under half its
+content words with them) — so a fooled verifier model cannot pass an injected slogan or a name
+it made up.
 
 It fails closed. A reply that is not that JSON is asked again
 (``KOTAE_MODEL_REASK`` times); if it still is not, or the model stays
@@ -24,10 +25,11 @@ from pathlib import Path
 from kotae.citations import Block, citation_check, cited_numbers, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import DraftV1, ModelCall
 from kotae.grounding import support
-from kotae.knowledge.text import split_sentences
+from kotae.knowledge.text import is_japanese, normalize, split_sentences
 from kotae.model_reply import again, as_int, json_object
 from kotae.prompts import load_prompt
 from kotae.providers import BadReply, ChatModel
+from kotae.sentence_analysis import analyse
 
 METHOD = "model"
 PROMPTS = Path(__file__).parent / "prompts"
@@ -99,8 +101,48 @@ def read_verdict(text: str, *, classes: int = 4) -> tuple[int, list[str]]:
 LEXICAL_FLOOR = 0.5
 
 
+def _spaceless(text: str) -> str:
+    return normalize(text).lower().replace(" ", "")
+
+
+def missing_names(claim: str, cited: list[Block]) -> list[str]:
+    """The proper names (people, organisations, places, products) of ``claim`` that no cited block holds.
+
+    A name in Latin letters is not looked for in Japanese evidence (nor one in Japanese script in
+    English evidence): an answer across languages writes names by their sound, which a string
+    cannot check; the model judges those.
+
+    Example::
+
+        >>> from kotae.citations import Block
+        >>> b = Block(1, "doc", "r", None, "", "海野あかりは救急医として働いた。", None, None, "ja")
+        >>> missing_names("岩城剛は救急医として働いた。", [b])
+        ['岩城剛']
+    """
+    # Compared without spaces: ドームシアター ステラ is the name its evidence writes ドームシアター ステラ.
+    held = _spaceless("\n".join(f"{b.title}\n{b.text}" for b in cited))
+    evidence_ja = is_japanese(normalize(" ".join(b.text for b in cited)))
+    analysis = analyse(claim)
+    joiner = "" if is_japanese(claim) else " "
+    out = []
+    for term in analysis.terms:
+        if not term.proper:
+            continue
+        # The name itself, each run of proper-noun tokens: 海野 of 海野さん, 岩城 of 岩城氏.
+        runs: list[list[str]] = [[]]
+        for token in analysis.tokens[term.start : term.end]:
+            if token.pos[:2] == ("名詞", "固有名詞"):
+                runs[-1].append(token.surface)
+            elif runs[-1]:
+                runs.append([])
+        names = [_spaceless(joiner.join(r)) for r in runs if r] or [_spaceless(term.text)]
+        if any(n not in held and is_japanese(n) == evidence_ja for n in names):
+            out.append(term.text)
+    return out
+
+
 def lexical_floor_findings(draft_text: str, blocks: list[Block]) -> list[str]:
-    """What a fooled verifier model cannot let through: numbers absent from the cited
+    """What a fooled verifier model cannot let through: numbers or names absent from the cited
     blocks, or a sentence that shares under half its content words with them."""
     by_n = {b.n: b for b in blocks}
     reasons = []
@@ -111,8 +153,11 @@ def lexical_floor_findings(draft_text: str, blocks: list[Block]) -> list[str]:
         bare = strip_markers(without_title_label(sentence, cited))
         result = support(bare, [b.text for b in cited])
         refs = "".join(f"[{b.n}]" for b in cited)
+        names = missing_names(bare, cited)
         if result.missing_numbers:
             reasons.append(f"{bare!r}: number(s) {', '.join(result.missing_numbers)} not in {refs}")
+        elif names:
+            reasons.append(f"{bare!r}: name(s) {', '.join(names)} not in {refs}")
         elif result.terms and result.ratio < LEXICAL_FLOOR:
             reasons.append(f"{bare!r}: only {result.ratio:.0%} of its content words are in {refs}")
     return reasons

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kotae.contracts import FaqEvidence
+from kotae.contracts import Evidence, FaqEvidence
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.services.verifier.decision import VerifierPolicy, decide
 from kotae.settings import load_settings
@@ -125,9 +125,62 @@ async def test_model_v1_stays_loadable_and_has_no_relevance_class() -> None:
     assert d.outcome == "rejected" and d.reason.startswith("verifier_unavailable")  # 4 is no v1 class
 
 
-async def test_the_offline_relevance_floor_applies_under_a_model_that_passes(fake: FakeModelServer) -> None:
-    d = await decide(draft_for("みなと線はいつから走るの？", ROUTE, [TRANSPORT]), policy_for(fake, "model"))
+HALL = Evidence(
+    doc_id="hall",
+    chunk_id="hall#0",
+    title="市民ホールの利用案内",
+    text="市民ホールの利用申し込みは、利用日の3か月前から受け付けます。受付は利用日の7日前の午後5時までです。"
+    "利用料金は1時間2,000円です。",
+    lang="ja",
+)
+#: A correct answer in other words than the question's (締め切り asked, 受付は〜まで written), which
+#: the offline relevance check reads as not answering.
+DEADLINE = ("ホール予約の締め切りは？", "受付は利用日の7日前の午後5時までです[1]。")
+
+
+async def test_offline_a_correct_answer_in_other_words_than_the_question_ends_unanswered() -> None:
+    d = await decide(draft_for(*DEADLINE, [HALL]), VerifierPolicy())
+    assert d.outcome == "unanswered" and d.decided_by == "offline"
+
+
+async def test_a_model_that_judges_it_answers_verifies_what_the_offline_relevance_check_doubts(
+    fake: FakeModelServer,
+) -> None:
+    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "model"))
+    assert d.outcome == "verified" and d.decided_by == "model" and len(fake.requests) == 1
+    assert d.relevance is not None and not d.relevance.relevant  # the doubt is kept for audit
+
+
+async def test_cascade_sends_a_supported_draft_the_relevance_check_doubts_to_the_model(fake: FakeModelServer) -> None:
+    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "cascade"))
+    assert d.outcome == "verified" and d.decided_by == "model" and len(fake.requests) == 1
+
+
+async def test_the_model_still_judges_relevance_when_the_offline_check_doubts_it() -> None:
+    with FakeModelServer(IRRELEVANT) as fake:
+        d = await decide(draft_for("みなと線はいつから走るの？", ROUTE, [TRANSPORT]), policy_for(fake, "model"))
+    assert d.outcome == "unanswered" and d.decided_by == "model"
+
+
+async def test_under_a_prompt_that_does_not_ask_relevance_the_offline_check_still_vetoes(
+    fake: FakeModelServer,
+) -> None:
+    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "model", prompt_version="verify.v1"))
     assert d.outcome == "unanswered" and d.decided_by == "offline" and fake.requests == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "missing"),
+    [
+        ("受付は利用日の10日前の午後5時までです[1]。", "number(s) 10"),  # the block says 7日前
+        ("受付は利用日の7日前の午後5時までで、担当は佐伯真理子です[1]。", "name(s) 佐伯真理子"),
+    ],
+)
+async def test_a_number_or_name_not_in_the_cited_block_is_rejected_whatever_the_model_says(
+    fake: FakeModelServer, answer: str, missing: str
+) -> None:
+    d = await decide(draft_for("ホール予約の締め切りは？", answer, [HALL]), policy_for(fake, "model"))
+    assert d.outcome == "rejected" and d.decided_by == "floor" and missing in d.reason
 
 
 async def test_cascade_fails_closed_on_garbage() -> None:
