@@ -252,6 +252,15 @@ class Settings(BaseSettings):
         default=1, ge=1, le=16, description="Syntheses at once (an offline voice uses a core each)."
     )
     onair_presynth: int = Field(default=3, ge=0, le=50, description="Queued answers synthesised ahead of their turn.")
+    onair_loudness_lufs: float = Field(
+        default=-16.0,
+        ge=-40,
+        le=-5,
+        description="Integrated loudness (ITU-R BS.1770-4, LUFS) every clip is brought to, whatever the voice.",
+    )
+    onair_peak_dbtp: float = Field(
+        default=-1.0, ge=-12, le=0, description="True-peak ceiling (dBTP) no clip goes above: nothing ever clips."
+    )
 
     @field_validator("onair_voice")
     @classmethod

@@ -1,9 +1,11 @@
-"""Speech made ahead of its turn: retries, a timeout per call, a bounded number of syntheses at once.
+"""Speech made ahead of its turn: retries, a timeout per call, a bounded number of syntheses at once, clean sound.
 
 The on-air stage asks for the next few queued answers (``prepare``) while the
 current one is on air, so the next is ready when its turn comes (``get``). A
 voice that fails or hangs costs only its own key: after its retries ``get``
 raises :class:`VoiceFailed` with the reason and every other key goes on.
+Whatever the voice, every clip leaves here broadcast-clean (:mod:`loudness`):
+this is the one place all engines' audio passes through.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kotae.contracts.v1 import Lang
 from kotae.settings import Settings
 
 from .audio import Audio
+from .loudness import LoudnessTarget, broadcast_clean
 from .voice import Voice, VoiceFailed
 
 log = structlog.get_logger("kotae.onair.speech")
@@ -53,7 +56,8 @@ class Synthesizer:
     its own, so a voice stuck on a later answer never holds up the current one.
     Keys otherwise start in the order they were prepared. Each attempt gets ``timeout_s``; a failed or timed-out
     attempt is tried again up to ``retries`` times (not when the voice says
-    trying again cannot help).
+    trying again cannot help). Each clip is brought to ``loudness`` (:func:`broadcast_clean`)
+    before anyone gets it.
     """
 
     def __init__(
@@ -64,6 +68,7 @@ class Synthesizer:
         timeout_s: float = 30.0,
         concurrency: int = 1,
         backoff_s: float = 0.25,
+        loudness: LoudnessTarget | None = None,
     ) -> None:
         if retries < 0 or timeout_s <= 0 or concurrency < 1 or backoff_s < 0:
             raise ValueError("retries >= 0, timeout_s > 0, concurrency >= 1 and backoff_s >= 0")
@@ -72,6 +77,7 @@ class Synthesizer:
         self.timeout_s = timeout_s
         self.concurrency = concurrency
         self.backoff_s = backoff_s
+        self.loudness = loudness or LoudnessTarget()
         self._jobs: dict[Hashable, _Job] = {}
         self._running = 0
         self._order = itertools.count()
@@ -79,12 +85,14 @@ class Synthesizer:
 
     @classmethod
     def from_settings(cls, voice: Voice, settings: Settings) -> Synthesizer:
-        """Retries, timeout and concurrency from ``KOTAE_ONAIR_VOICE_*``."""
+        """Retries, timeout and concurrency from ``KOTAE_ONAIR_VOICE_*``, loudness from ``KOTAE_ONAIR_LOUDNESS_LUFS``
+        and ``KOTAE_ONAIR_PEAK_DBTP``."""
         return cls(
             voice,
             retries=settings.onair_voice_retries,
             timeout_s=settings.onair_voice_timeout_s,
             concurrency=settings.onair_voice_concurrency,
+            loudness=LoudnessTarget(lufs=settings.onair_loudness_lufs, ceiling_dbtp=settings.onair_peak_dbtp),
         )
 
     def __contains__(self, key: Hashable) -> bool:
@@ -160,6 +168,10 @@ class Synthesizer:
                 self._running -= 1
                 self._slot_freed.notify_all()
 
+    async def _clean_speech(self, job: _Job) -> Audio:
+        audio = await self.voice.synthesize(job.text, job.lang)
+        return await asyncio.to_thread(broadcast_clean, audio, self.loudness)
+
     async def _attempts(self, key: Hashable, job: _Job) -> Audio:
         reasons: list[str] = []
         for attempt in range(self.retries + 1):
@@ -167,7 +179,7 @@ class Synthesizer:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
             started = time.perf_counter()
             try:
-                audio = await asyncio.wait_for(self.voice.synthesize(job.text, job.lang), self.timeout_s)
+                audio = await asyncio.wait_for(self._clean_speech(job), self.timeout_s)
             except TimeoutError:
                 reasons.append(f"no audio within {self.timeout_s:g}s")
             except VoiceFailed as exc:

@@ -22,10 +22,39 @@ def test_samples_become_a_mono_16_bit_wav_as_long_as_they_play() -> None:
     assert audio.duration_ms == 1500 and audio.voice == "openjtalk:mei"
 
 
-def test_samples_beyond_the_16_bit_range_are_clipped_not_wrapped() -> None:
-    audio = Audio.from_samples(np.array([40_000.0, -40_000.0, 0.4]), 8_000, voice="v")
+def test_samples_beyond_the_16_bit_range_are_scaled_down_as_a_whole_never_clipped_or_wrapped() -> None:
+    audio = Audio.from_samples(np.array([40_000.0, -20_000.0, 0.4]), 8_000, voice="v")
     with wave.open(io.BytesIO(audio.wav)) as wav:
-        assert struct.unpack("<3h", wav.readframes(3)) == (32767, -32768, 0)
+        assert struct.unpack("<3h", wav.readframes(3)) == (32767, round(-20_000 * 32767 / 40_000), 0)
+
+
+@pytest.mark.parametrize(
+    ("width", "encoding", "dtype", "scale"),
+    [(2, 1, "<i2", 32768), (4, 1, "<i4", 2**31), (4, 3, "<f4", 1.0), (8, 3, "<f8", 1.0), (1, 1, "u1", 128)],
+)
+def test_samples_are_read_back_from_integer_and_float_wavs_of_any_channels(
+    width: int, encoding: int, dtype: str, scale: float
+) -> None:
+    rng = np.random.default_rng(7)
+    wanted = rng.uniform(-0.9, 0.9, size=(300, 2))
+    ints = wanted * scale + (128 if dtype == "u1" else 0)
+    data = (ints if encoding == 3 else np.rint(ints)).astype(dtype).tobytes()
+    header = struct.pack("<HHIIHH", encoding, 2, 16_000, 16_000 * 2 * width, 2 * width, 8 * width)
+    wav = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<I", 16) + header
+    wav += b"data" + struct.pack("<I", len(data)) + data
+    samples, rate = Audio.from_wav(wav, voice="v").samples()
+    assert rate == 16_000 and samples.shape == (300, 2)
+    assert np.max(np.abs(samples - wanted)) < 2 / scale + 1e-6
+
+
+def test_a_24_bit_wav_is_read_with_its_sign() -> None:
+    values = [0, 2**23 - 1, -(2**23), -1, 4_194_304]
+    data = b"".join(v.to_bytes(3, "little", signed=True) for v in values)
+    header = struct.pack("<HHIIHH", 1, 1, 8_000, 24_000, 3, 24)
+    wav = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<I", 16) + header
+    wav += b"data" + struct.pack("<I", len(data)) + data
+    samples, _ = Audio.from_wav(wav, voice="v").samples()
+    assert samples[:, 0].tolist() == [v / 2**23 for v in values]
 
 
 def test_stereo_samples_are_refused() -> None:
