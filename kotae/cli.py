@@ -486,6 +486,49 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if not result.missing else EXIT_FAILED
 
 
+def _ingest_youtube(args: argparse.Namespace, settings: Settings) -> int:
+    """``kotae ingest youtube``: by streamList (polling when it is refused) or, with ``--transport poll``, by polling."""
+    from kotae.services.ingest.live import run_live
+    from kotae.services.ingest.state import KvState
+    from kotae.services.ingest.youtube import YouTubeError, YouTubeLiveChat
+    from kotae.services.ingest.youtube_stream import YouTubeChatStream
+
+    if not (settings.youtube_api_key or settings.youtube_oauth_token):
+        raise CommandError("kotae ingest youtube needs KOTAE_YOUTUBE_API_KEY (or KOTAE_YOUTUBE_OAUTH_TOKEN)")
+    transport = args.transport or settings.youtube_transport
+    ended: list[str | None] = []
+
+    def announce(name: str, reason: str | None) -> None:
+        if name == "stream":
+            print(f"kotae: reading the YouTube chat of {args.video} by streamList", file=sys.stderr)
+        else:
+            print(f"kotae: streamList refused ({reason}); polling liveChatMessages.list instead", file=sys.stderr)
+
+    def source(js: Any) -> Any:
+        async def pages() -> Any:
+            state = await KvState.open(js, settings.ingest_kv_bucket)
+            if transport == "stream":
+                chat: Any = YouTubeChatStream.from_settings(settings, args.video, state, on_transport=announce)
+            else:
+                print(f"kotae: reading the YouTube chat of {args.video} by polling", file=sys.stderr)
+                chat = YouTubeLiveChat.from_settings(settings, args.video, state)
+            try:
+                async for page in chat.pages():
+                    yield page
+            finally:
+                ended.append(chat.end_reason)
+                await chat.aclose()
+
+        return pages()
+
+    try:
+        _run(run_live(settings, settings.nats_url, source, source_name="youtube"))
+    except YouTubeError as exc:
+        raise CommandError(str(exc)) from None
+    print(f"kotae: YouTube chat of {args.video} ended ({ended[0] if ended else 'stopped'})", file=sys.stderr)
+    return 0
+
+
 def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
     """``kotae ingest youtube|onecomme``: publish until the chat ends (or Ctrl-C), one status line per comment."""
     from kotae.services.ingest.live import run_live
@@ -501,33 +544,7 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
         _run(run_live(settings, settings.nats_url, lambda js: follow_stream(sys.stdin), source_name="stdin"))
         return 0
     if args.source == "youtube":
-        from kotae.services.ingest.state import KvState
-        from kotae.services.ingest.youtube import YouTubeError, YouTubeLiveChat
-
-        if not (settings.youtube_api_key or settings.youtube_oauth_token):
-            raise CommandError("kotae ingest youtube needs KOTAE_YOUTUBE_API_KEY (or KOTAE_YOUTUBE_OAUTH_TOKEN)")
-        ended: list[str | None] = []
-
-        def source(js: Any) -> Any:
-            async def pages() -> Any:
-                chat = YouTubeLiveChat.from_settings(
-                    settings, args.video, await KvState.open(js, settings.ingest_kv_bucket)
-                )
-                try:
-                    async for page in chat.pages():
-                        yield page
-                finally:
-                    ended.append(chat.end_reason)
-                    await chat.aclose()
-
-            return pages()
-
-        try:
-            _run(run_live(settings, settings.nats_url, source, source_name="youtube"))
-        except YouTubeError as exc:
-            raise CommandError(str(exc)) from None
-        print(f"kotae: YouTube chat of {args.video} ended ({ended[0] if ended else 'stopped'})", file=sys.stderr)
-        return 0
+        return _ingest_youtube(args, settings)
     from kotae.services.ingest.onecomme import OneCommeError, OneCommeFeed
 
     try:
@@ -885,6 +902,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("youtube", help="a YouTube live chat, through the YouTube Data API v3, until it ends")
     p.add_argument("--video", required=True, help="the live video's id (the v= of its URL)")
+    p.add_argument(
+        "--transport",
+        choices=("stream", "poll"),
+        default=None,
+        help="stream: liveChatMessages.streamList, polling when refused; poll: liveChatMessages.list "
+        "(default: KOTAE_YOUTUBE_TRANSPORT, stream)",
+    )
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("onecomme", help="OneComme's local WebSocket feed, until Ctrl-C")
     p.add_argument("--url", default=None, help="the feed (default: KOTAE_ONECOMME_URL, ws://127.0.0.1:11180/sub)")

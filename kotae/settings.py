@@ -396,6 +396,15 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="First wait after quotaExceeded/rateLimitExceeded/5xx."
     )
     youtube_max_backoff_s: float = Field(default=900.0, gt=0, description="Longest wait between retries.")
+    youtube_transport: Literal["stream", "poll"] = Field(
+        default="stream",
+        description="stream: liveChatMessages.streamList over gRPC (polling when refused); poll: liveChatMessages.list.",
+    )
+    youtube_stream_target: str = Field(
+        default="youtube.googleapis.com:443",
+        min_length=1,
+        description="gRPC endpoint of streamList (TLS; plain text only to a loopback address, a local server in tests).",
+    )
     onecomme_url: str = Field(default="ws://127.0.0.1:11180/sub", description="OneComme's local WebSocket feed.")
     ingest_kv_bucket: str = Field(
         default="kotae_ingest", min_length=1, description="JetStream KV bucket of ingest's state."

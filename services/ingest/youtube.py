@@ -261,7 +261,18 @@ class YouTubeLiveChat:
 
     # --- polling ----------------------------------------------------------------
 
-    def _token_key(self, chat_id: str) -> str:
+    @property
+    def credential_headers(self) -> dict[str, str]:
+        """The credential as request headers (``X-goog-api-key`` or ``Authorization``): never a URL parameter."""
+        return dict(self._headers)
+
+    @property
+    def credential_setting(self) -> str:
+        """The setting that holds the credential in use, for error messages."""
+        return self._credential
+
+    def page_token_key(self, chat_id: str) -> str:
+        """The state key of a chat's last page token; ``streamList`` resumes from the same one."""
         return "youtube.page." + hashlib.sha256(chat_id.encode()).hexdigest()[:24]
 
     async def pages(self) -> AsyncIterator[list[ChatItem]]:
@@ -271,7 +282,12 @@ class YouTubeLiveChat:
         if chat_id is None:
             log.info("youtube.no_chat", video_id=self.video_id, reason=self.end_reason)
             return
-        token_key = self._token_key(chat_id)
+        async for page in self.poll(chat_id):
+            yield page
+
+    async def poll(self, chat_id: str) -> AsyncIterator[list[ChatItem]]:
+        """``liveChatMessages.list`` page after page for a known chat, from its stored page token."""
+        token_key = self.page_token_key(chat_id)
         token = await self.state.get(token_key)
         log.info("youtube.polling", video_id=self.video_id, resumed=token is not None)
         attempt = 0

@@ -32,6 +32,7 @@ def test_ingest_youtube_publishes_until_the_chat_ends(nats_server: str, tmp_path
             KOTAE_YOUTUBE_API_KEY="AIza-secret",
             KOTAE_YOUTUBE_MIN_POLL_S="0",
             KOTAE_YOUTUBE_QUOTA_PER_DAY="10000000",
+            KOTAE_YOUTUBE_TRANSPORT="poll",  # this fake speaks only the REST API
             KOTAE_LOG_LEVEL="debug",
         )
         result = kotae("ingest", "youtube", "--video", server.video_id, data=tmp_path / "state", env=env, timeout=120)
@@ -59,6 +60,7 @@ def test_ingest_youtube_with_a_rejected_key_names_the_variable(nats_server: str,
             KOTAE_YOUTUBE_BASE_URL=server.url,
             KOTAE_YOUTUBE_API_KEY="bad",
             KOTAE_YOUTUBE_QUOTA_PER_DAY="10000000",
+            KOTAE_YOUTUBE_TRANSPORT="poll",
         )
         result = kotae("ingest", "youtube", "--video", server.video_id, data=tmp_path / "state", env=env)
     assert result.returncode == 1 and "KOTAE_YOUTUBE_API_KEY" in result.stderr
