@@ -174,7 +174,7 @@ def _offline(verdict: Verdict, policy: VerifierPolicy, method: str, rel: Relevan
         reasons.append(f"unsure: support {verdict.support:.2f} between {1 - policy.sure:.2f} and {policy.sure:.2f}")
         if policy.unsure == "accept":
             return VerifierDecision("verified", 0, "verified (unsure, accepted)", reasons, **common)
-        first = reasons[0] if verdict.verdict else reasons[-1]
+        first = reasons[0]  # the finding, or why a clean draft is still a doubt, else the score
         return VerifierDecision("rejected", verdict.verdict or 2, f"unsure: {first}", reasons, **common)
     if decision == "supported":
         return VerifierDecision("verified", 0, "verified", reasons, **common)

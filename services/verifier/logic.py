@@ -183,6 +183,12 @@ def _check_claim(claims: _Claims, sentence: str, cited: list[Block], question: s
             f"(missing: {', '.join(result.missing_terms[:6])})",
             min(1.0, shortfall),
         )
+    elif not findings and places is None and leans_on_question(analyse(claim)):
+        # A bare answer (Xです) says nothing of its own: it is right only where it stands in the evidence
+        # as the answer to the question. Placed nowhere (no question, or one with no words to place it
+        # by, or a yes/no), the lexical method cannot tell it from a wrong one: a doubt, never supported.
+        claims.reasons.append(f"{claim!r}: a bare answer the cited evidence cannot place as the answer to the question")
+        claims.clean.append(0.0)
     elif not findings:
         # Supported: plainly when every content word is there, less so near the threshold or the margin.
         words = 1.0 if result.ratio >= 1.0 else (result.ratio - SUPPORT_THRESHOLD) / (1.0 - SUPPORT_THRESHOLD)

@@ -243,3 +243,13 @@ async def test_model_mode_the_floor_reads_the_rewrite_too(fake: FakeModelServer)
         policy_for(fake, "model"),
     )
     assert d.outcome == "verified" and d.decided_by == "model"
+
+
+async def test_a_bare_answer_that_cannot_be_placed_is_rejected_offline_and_asked_of_the_model_in_cascade(
+    fake: FakeModelServer,
+) -> None:
+    bare = draft_for("それっていつ？", "2027年10月1日です[1]。", [TRANSPORT])
+    offline = await decide(bare, VerifierPolicy())
+    assert offline.outcome != "verified" and offline.decided_by == "offline"
+    cascade = await decide(bare, policy_for(fake, "cascade"))
+    assert cascade.decided_by == "model" and len(fake.requests) == 1

@@ -165,3 +165,55 @@ def test_a_word_for_word_quote_of_a_cited_sentence_is_supported(answer: str) -> 
     assert v.verdict == 0 and v.decision == "supported", v.reasons
     # The same words negated are not a quote.
     assert verify(answer.replace("[1]。", "ではない[1]。"), [doc], []).verdict != 0
+
+
+# --- bare answers: right only where they stand -------------------------------------------------
+
+DAIBUTSU = Evidence(
+    doc_id="daibutsu",
+    chunk_id="daibutsu#a",
+    title="奈良の大仏",
+    text="奈良の大仏は東大寺の大仏殿に安置されている。現在の大仏殿は1709年に再建されたもので、"
+    "開眼供養は752年に行われた。大仏の造立を命じたのは聖武天皇である。",
+    lang="ja",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "right", "swapped"),
+    [
+        ("大仏殿が再建されたのは何年？", "1709年です[1]。", "752年です[1]。"),
+        ("大仏の造立を命じたのは誰？", "聖武天皇です[1]。", "東大寺です[1]。"),
+        ("奈良の大仏があるのはどこの寺？", "東大寺です[1]。", "聖武天皇です[1]。"),
+    ],
+)
+def test_a_bare_answer_is_supported_where_it_answers_and_a_swap_from_the_same_paragraph_is_not(
+    question: str, right: str, swapped: str
+) -> None:
+    # Every word of the swapped answer is in the evidence: only where it stands says it is wrong.
+    assert verify(right, [DAIBUTSU], [], question=question).decision == "supported"
+    assert verify(swapped, [DAIBUTSU], [], question=question).decision != "supported"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        None,  # nothing to place it by
+        "いつ？",  # a question with no words of the evidence
+        "それっていつ？",
+    ],
+)
+def test_a_bare_answer_the_evidence_cannot_place_is_unsure_never_supported(question: str | None) -> None:
+    v = verify("1709年です[1]。", [DAIBUTSU], [], question=question)
+    assert v.decision == "unsure" and v.verdict == 0
+    assert "cannot place as the answer to the question" in v.reasons[0]
+
+
+def test_a_bare_yes_or_no_is_unsure_as_the_lexical_method_cannot_read_it() -> None:
+    party = Evidence(doc_id="p", chunk_id="p", text="他党に所属しながら党員になることはできない。", lang="ja")
+    v = verify("できないです[1]。", [party], [], question="他党に入ったままでも党員になれる？")
+    assert v.decision == "unsure"
+
+
+def test_a_full_sentence_needs_no_question_to_be_supported() -> None:
+    assert verify("現在の大仏殿は1709年に再建されたものです[1]。", [DAIBUTSU], []).decision == "supported"
