@@ -8,7 +8,11 @@ that speaks OpenAI's chat completions). Every call:
   timeout, connection) becomes a :class:`ModelUnavailable`, which the bus edge
   turns into a delayed, bounded redelivery of the input message;
 * waits for a slot of its provider's concurrency limit (per process), so a burst
-  of comments queues here instead of tripping the provider's rate limit;
+  of comments queues here instead of tripping the provider's rate limit, and, with
+  ``KOTAE_MODEL_ENDPOINT_CONCURRENCY``, for one of the endpoint's slots shared by every
+  stage process on the bus (:mod:`kotae.endpoint_slots`), so a one-slot local server
+  never queues a call behind another stage's; the timeout starts once the call is sent,
+  so the time spent waiting for a slot never fails a call;
 * is a client span with the OpenTelemetry ``gen_ai.*`` attributes (model,
   tokens in and out) and comes back as a :class:`Completion` that stages copy
   into their messages as a :class:`~kotae.contracts.ModelCall`;
@@ -28,8 +32,8 @@ import asyncio
 import json
 import time
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +43,10 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from kotae import metrics
 from kotae.contracts import ModelCall
+from kotae.endpoint_slots import EndpointSlots
 from kotae.faults import TransientError
 from kotae.settings import Settings
+from kotae.stage import Bus
 
 tracer = trace.get_tracer("kotae.providers")
 
@@ -134,6 +140,8 @@ class ChatModel:
     timeout_s: float = 15.0
     concurrency: int = 8
     http: str = "aiohttp"  # the async client's transport: aiohttp | httpx (see _make_client)
+    #: The endpoint's slots shared with the other stage processes on the bus (see :meth:`share_slots`).
+    shared_slots: EndpointSlots | None = field(default=None, repr=False)
     _client: Any = field(default=None, repr=False)
     _aclient: Any = field(default=None, repr=False)
     _aclient_loop: Any = field(default=None, repr=False)
@@ -178,10 +186,28 @@ class ChatModel:
         raise ModelSpecError(f"{setting}={spec!r}: {_SPEC_HELP}")
 
     @classmethod
-    def configured(cls, settings: Settings, field: str) -> ChatModel | None:
-        """The chat model the setting ``field`` names (e.g. ``reranker_model``), or None when it is unset."""
+    def configured(cls, settings: Settings, field: str, bus: Bus | None = None) -> ChatModel | None:
+        """The chat model the setting ``field`` names (e.g. ``reranker_model``), or None when it is unset.
+
+        With ``bus``, its calls take the endpoint's shared slots when
+        ``KOTAE_MODEL_ENDPOINT_CONCURRENCY`` is set (see :meth:`share_slots`).
+        """
         spec = getattr(settings, field)
-        return cls.from_settings(settings, spec, setting=f"KOTAE_{field.upper()}") if spec else None
+        model = cls.from_settings(settings, spec, setting=f"KOTAE_{field.upper()}") if spec else None
+        if model is not None and bus is not None:
+            model.share_slots(settings, bus)
+        return model
+
+    def share_slots(self, settings: Settings, bus: Bus) -> None:
+        """Take one of ``KOTAE_MODEL_ENDPOINT_CONCURRENCY`` slots of the endpoint, shared on ``bus``, for each call.
+
+        Nothing changes when the setting is 0. Otherwise the process's own limit is no
+        higher than the shared one: more calls of this process in flight could only wait.
+        """
+        limit = settings.model_endpoint_concurrency
+        if limit > 0:
+            self.shared_slots = EndpointSlots(bus.jetstream, limit, replicas=settings.stream_replicas)
+            self.concurrency = min(self.concurrency, limit)
 
     @classmethod
     def from_settings(cls, settings: Settings, spec: str, *, setting: str) -> ChatModel:
@@ -399,12 +425,21 @@ class ChatModel:
         self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False
     ) -> Completion:
         """One chat turn, without blocking the event loop; faults as :class:`ModelUnavailable`/:class:`BadReply`."""
-        async with _slot(self._endpoint, self.concurrency):
+        async with _slot(self._endpoint, self.concurrency), self._shared_slot():
+            # The call (its span, its latency, the SDK's timeout) starts only now, with a slot held.
             with self._observed(max_tokens, temperature) as call:
                 request = self._request(system, user, max_tokens, temperature, json_mode)
                 body = await self.aclient().post(self._path, body=request, cast_to=str)
                 call.result = self._completion(body, call.started)
             return call.result
+
+    @asynccontextmanager
+    async def _shared_slot(self) -> AsyncIterator[None]:
+        if self.shared_slots is None:
+            yield
+            return
+        async with self.shared_slots.held(self._endpoint):
+            yield
 
     def complete(
         self, *, system: str, user: str, max_tokens: int = 300, temperature: float = 0.0, json_mode: bool = False

@@ -134,6 +134,13 @@ class Settings(BaseSettings):
     model_concurrency: int = Field(
         default=8, ge=1, le=256, description="Model calls in flight per provider endpoint, per process."
     )
+    model_endpoint_concurrency: int = Field(
+        default=0,
+        ge=0,
+        le=256,
+        description="Model calls in flight per provider endpoint across every stage process on the bus "
+        "(a JetStream key-value semaphore): the slots of a local server shared by the stages; 0: off.",
+    )
     model_http: Literal["aiohttp", "httpx"] = Field(
         default="aiohttp",
         description="HTTP client of a stage's model calls: aiohttp, or the SDK's default httpx (more CPU a call with dozens in flight).",

@@ -22,6 +22,7 @@ from typing import Any
 
 from kotae.bus.connection import inbox_of
 from kotae.contracts import subjects
+from kotae.endpoint_slots import BUCKET as MODEL_SLOTS_BUCKET
 from kotae.settings import Settings
 from kotae.stage import Stage
 
@@ -162,6 +163,8 @@ def stage_user(stage: Stage, settings: Settings, stages: Sequence[Stage] = ()) -
         deny += _stages_durables_on(stream, [other for other in stages if other is not stage])
     for bucket in stage.kv_buckets(settings):
         allow += _kv(bucket)
+    if stage.model_setting:  # a model endpoint's slots shared by the stages (KOTAE_MODEL_ENDPOINT_CONCURRENCY)
+        allow += _kv(MODEL_SLOTS_BUCKET)
     if stage.watches_consumers:  # consumer information only: listing creates, takes or changes nothing
         allow += [f"$JS.API.CONSUMER.LIST.{s}" for s in dict.fromkeys(o.consumes.stream for o in stages if o.consumes)]
     return Permissions(tuple(dict.fromkeys(allow)), (f"{inbox_of(stage.name)}.>",), tuple(deny))

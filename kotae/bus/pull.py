@@ -4,8 +4,10 @@ Each fetched message starts its handling at once (:meth:`StageEdge.process`) in 
 task of its own; what waits for a free worker holds the loop, so nothing more is
 fetched meanwhile. While the consumer has nothing else waiting, a fetch asks for
 one message: it returns as the message arrives, where a larger one first waits
-for the server's end-of-batch status. A message being handled is kept "in
-progress" with JetStream, so a slow model call is not handed to another replica.
+for the server's end-of-batch status. A message is kept "in progress" with
+JetStream from the moment it is fetched until it is acked: while it waits for a
+worker, while its handler waits for a model slot, and while a slow model call
+runs, so none of that is taken for a dead process and handed to another replica.
 
 On stop, the fetch under way ends by itself (it is bounded by the pull timeout),
 running handlers get the graceful timeout, and everything fetched but not
@@ -66,7 +68,7 @@ class PullLoop:
         self.graceful_timeout = graceful_timeout
         self._workers = asyncio.Semaphore(max(1, self.settings.inflight))
         self._unfinished: dict[int, Msg] = {}  # fetched and not yet acked or nak'ed, by id()
-        self._handling: dict[int, tuple[Msg, float]] = {}  # being handled, with when JetStream last heard so
+        self._kept: dict[int, tuple[Msg, float]] = {}  # fetched, not finished: when JetStream last heard so
         self._running: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -109,8 +111,10 @@ class PullLoop:
                 self._idle.set()
             if msgs:
                 batch = most if _still_pending(msgs[-1]) else 1
+            fetched = time.monotonic()
             for msg in msgs:
                 self._unfinished[id(msg)] = msg
+                self._kept[id(msg)] = (msg, fetched)  # waiting for a worker counts as work in progress
             for msg in msgs:
                 await self._workers.acquire()
                 if self._stopping:  # the rest is handed back
@@ -124,7 +128,6 @@ class PullLoop:
 
     async def _handle(self, msg: Msg) -> None:
         key = id(msg)
-        self._handling[key] = (msg, time.monotonic())
         try:
             disposition = await self.edge.process(msg)
             try:
@@ -136,11 +139,11 @@ class PullLoop:
                 log.warning("ack.failed", stage=self.edge.name, error=f"{type(exc).__name__}: {exc}")
             self._unfinished.pop(key, None)
         finally:
-            self._handling.pop(key, None)
+            self._kept.pop(key, None)
             self._workers.release()
 
     async def _keep_in_progress(self) -> None:
-        """Tell JetStream which messages are still being worked on, so a slow model call is not redelivered.
+        """Tell JetStream which fetched messages are not finished, so a slow model call is not redelivered.
 
         One task for the whole stage rather than one per message: at hundreds of
         messages a second, a timer per message costs more CPU than the acks it sends.
@@ -149,15 +152,15 @@ class PullLoop:
         while True:
             await asyncio.sleep(interval / 2)
             due = time.monotonic() - interval
-            for key, (msg, since) in list(self._handling.items()):
+            for key, (msg, since) in list(self._kept.items()):
                 if since > due:
                     continue
                 try:
                     await msg.in_progress()
                 except Exception:  # the connection is gone: redelivery decides
                     continue
-                if key in self._handling:
-                    self._handling[key] = (msg, time.monotonic())
+                if key in self._kept:
+                    self._kept[key] = (msg, time.monotonic())
 
     async def stop(self) -> None:
         """Stop fetching, let running handlers finish (up to the graceful timeout), hand back the rest."""

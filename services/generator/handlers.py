@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kotae.bus.edge import final_attempt
 from kotae.contracts import AnswerV1, DraftV1, RerankV1
 from kotae.knowledge.embeddings import LazyEmbedder
 from kotae.providers import ChatModel
@@ -16,7 +17,7 @@ STAGE = "generator"
 
 def build_handler(settings: Settings, bus: Bus) -> Handler[RerankV1]:
     persona = load_persona(settings.persona_file)
-    model = ChatModel.configured(settings, "generator_model")
+    model = ChatModel.configured(settings, "generator_model", bus)
     # The retriever's embedding model, for quoting evidence in another language than the comment's.
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     embedder = LazyEmbedder(settings.embedding_model, api_key=key)
@@ -31,6 +32,7 @@ def build_handler(settings: Settings, bus: Bus) -> Handler[RerankV1]:
                 max_sentences=settings.max_answer_sentences,
                 reask=settings.model_reask,
                 prompt_version=settings.generator_prompt,
+                final_attempt=final_attempt(),
             )
         return extractive_answer(
             rerank.comment,

@@ -20,7 +20,7 @@ from kotae.contracts import CommentV1, ModelCall, RerankV1
 from kotae.knowledge.text import split_sentences
 from kotae.model_reply import again, citation_markers, foreign_characters
 from kotae.prompts import load_prompt
-from kotae.providers import ChatModel
+from kotae.providers import ChatModel, ModelUnavailable
 from kotae.services.generator.logic import (
     METHOD as EXTRACTIVE,
     NOT_FOUND,
@@ -112,12 +112,15 @@ async def model_answer(
     max_sentences: int,
     reask: int = 1,
     prompt_version: str = PROMPT,
+    final_attempt: bool = False,
 ) -> Draft:
     """Draft an answer with ``model``, asking again (``reask`` times) while the reply is unusable.
 
     A reply that stays unusable is not passed on: the offline ``extractive`` method answers
     instead, and the draft says so (``degraded``). A model that is unavailable propagates
-    (:class:`ModelUnavailable`) for a later redelivery.
+    (:class:`ModelUnavailable`) for a later redelivery, unless this is the input's final
+    delivery: then the ``extractive`` method answers, ``degraded`` with the reason, as the
+    comment is better served by a quoted answer the verifier still checks than by none.
     """
     lang = comment.lang
     blocks = numbered_blocks(list(rerank.docs), list(rerank.faq))
@@ -126,9 +129,16 @@ async def model_answer(
     calls: list[ModelCall] = []
     problem = ""
     for attempt in range(1 + reask):
-        reply = await model.acomplete(
-            system=system, user=user if attempt == 0 else again(user, problem), max_tokens=400
-        )
+        try:
+            reply = await model.acomplete(
+                system=system, user=user if attempt == 0 else again(user, problem), max_tokens=400
+            )
+        except ModelUnavailable as exc:
+            if not final_attempt:
+                raise
+            return _extractive_instead(
+                comment, rerank, persona, max_sentences, calls, f"generator model unavailable: {exc}"
+            )
         text, unusable = read_answer(reply.text, lang, blocks, cut=reply.finish_reason == "length")
         if unusable is not None:
             problem = unusable
@@ -139,9 +149,14 @@ async def model_answer(
             return not_found_draft(lang, len(blocks), method=METHOD, prompt_version=prompt_version, calls=calls)
         text = fit_spoken(text, lang, persona.max_spoken_chars[lang])
         return draft_from_text(text, blocks, method=METHOD, prompt_version=prompt_version, calls=calls)
-    fallback = extractive_answer(comment, rerank, max_sentences=max_sentences, max_chars=persona.max_spoken_chars[lang])
-    return replace(
-        fallback,
-        calls=calls,
-        degraded=f"generator model reply unusable after {1 + reask} calls ({problem}); answered by the {EXTRACTIVE} method",
-    )
+    problem = f"generator model reply unusable after {1 + reask} calls ({problem})"
+    return _extractive_instead(comment, rerank, persona, max_sentences, calls, problem)
+
+
+def _extractive_instead(
+    comment: CommentV1, rerank: RerankV1, persona: Persona, max_sentences: int, calls: list[ModelCall], problem: str
+) -> Draft:
+    """The offline method's answer, marked ``degraded`` with why the model's was not used."""
+    max_chars = persona.max_spoken_chars[comment.lang]
+    fallback = extractive_answer(comment, rerank, max_sentences=max_sentences, max_chars=max_chars)
+    return replace(fallback, calls=calls, degraded=f"{problem}; answered by the {EXTRACTIVE} method")

@@ -15,7 +15,7 @@ STAGE = "reranker"
 
 
 def build_handler(settings: Settings, bus: Bus) -> Handler[RetrievalV1]:
-    model = ChatModel.configured(settings, "reranker_model")
+    model = ChatModel.configured(settings, "reranker_model", bus)
     embedder = None
     if model is None and settings.reranker_offline == EMBEDDING_RESCORE:
         from kotae.knowledge.embeddings import embedder_for

@@ -58,6 +58,8 @@ def answer_for(draft: DraftV1, decision: VerifierDecision, *, decided_by: str | 
 
 def build_handler(settings: Settings, bus: Bus) -> Handler[DraftV1]:
     policy = VerifierPolicy.from_settings(settings)
+    if policy.model is not None:
+        policy.model.share_slots(settings, bus)
 
     async def on_draft(draft: DraftV1) -> AnswerV1:
         return answer_for(draft, await decide(draft, policy))

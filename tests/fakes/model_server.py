@@ -10,8 +10,10 @@ request takes a behaviour: a reply text, or a fault — ``429``, ``500``,
 JSON), ``truncated`` (JSON cut short), ``shapeless`` (JSON without the reply's fields). The behaviour comes from ``responder``
 (a function of the path and request body, for servers shared by several
 stages: answer by model name), else the next scripted one, else the default.
-``delay_s`` holds every reply back, like a real model's latency. Every request
-is recorded.
+``delay_s`` holds every reply back, like a real model's latency; ``slots`` serves
+at most that many requests at once and queues the rest, as a llama.cpp server with
+``--parallel 1`` does (``busiest`` records the most ever waiting or served at once).
+Every request is recorded.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -93,9 +96,10 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour is None:
             with fake._lock:
                 behaviour = fake.script.popleft() if fake.script else fake.default
-        if fake.delay_s:
-            time.sleep(fake.delay_s)
-        self._behave(behaviour, body)
+        with fake._serving():
+            if fake.delay_s:
+                time.sleep(fake.delay_s)
+            self._behave(behaviour, body)
 
     def _behave(self, behaviour: str, body: dict[str, Any]) -> None:
         if behaviour in ("429", "500", "503"):
@@ -136,6 +140,7 @@ class FakeModelServer:
         timeout_sleep_s: float = 3.0,
         responder: Responder | None = None,
         delay_s: float = 0.0,
+        slots: int | None = None,
     ) -> None:
         self.script: deque[str] = deque()
         self.default = default
@@ -144,9 +149,28 @@ class FakeModelServer:
         self.responder = responder
         self.delay_s = delay_s
         self._lock = threading.Lock()
+        self._slots = threading.Semaphore(slots) if slots else None
+        self._present = 0
+        self.busiest = 0
         handler = type("Handler", (_Handler,), {"fake": self})
         self.httpd = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @contextmanager
+    def _serving(self) -> Iterator[None]:
+        """One request at the server: queued for a slot (when slots are limited), then served."""
+        with self._lock:
+            self._present += 1
+            self.busiest = max(self.busiest, self._present)
+        try:
+            if self._slots is None:
+                yield
+            else:
+                with self._slots:
+                    yield
+        finally:
+            with self._lock:
+                self._present -= 1
 
     @property
     def url(self) -> str:

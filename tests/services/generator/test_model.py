@@ -176,7 +176,10 @@ async def test_a_long_reply_is_cut_to_whole_sentences_that_fit_the_spoken_length
 
 
 @pytest.mark.parametrize("fault", ["500", "429", "timeout"])
-async def test_transient_faults_redeliver_then_end_failed(tmp_path: Path, fault: str) -> None:
+async def test_a_model_that_stays_unavailable_is_retried_then_the_extractive_answer_goes_on_degraded(
+    tmp_path: Path, fault: str
+) -> None:
+    """A comment is not failed for a model that is down: its last delivery quotes the evidence instead."""
     with FakeModelServer(fault, timeout_sleep_s=2.0) as fake:
         settings = model_settings(tmp_path, fake, max_deliver=2)
         broker, wire = HARNESS.stage_broker(settings)
@@ -191,12 +194,15 @@ async def test_transient_faults_redeliver_then_end_failed(tmp_path: Path, fault:
                 headers={"content-type": "application/json"},
                 reply_to=HARNESS.js_reply(1, delivered=2),
             )
-    kinds = [s.subject for s in wire.seen]
-    assert kinds == [subjects.answer("failed"), subjects.deadletter("generator")]
-    failed = AnswerV1.model_validate(wire.seen[0].body)
-    assert failed.outcome == "failed" and failed.answer is None
-    assert failed.reason.startswith("generator_failed: gave up after 2 deliveries")
-    assert "ModelUnavailable" in failed.reason
+    assert [s.subject for s in wire.seen] == [subjects.DRAFT]  # on to the verifier, nothing dead-lettered
+    draft = DraftV1.model_validate(wire.seen[0].body)
+    assert draft.methods["generator"] == "extractive"
+    assert draft.degraded
+    assert draft.degraded_reason.startswith("generator model unavailable: ")
+    assert draft.degraded_reason.endswith("answered by the extractive method")
+    # Sentences quoted from the evidence, each cited, for the verifier to check.
+    assert [c.doc_id for c in draft.citations] == ["childcare-2027"]
+    assert all(sentence in CHILDCARE.text for sentence in draft.speech.split("。") if sentence)
 
 
 def test_fit_spoken_keeps_the_first_sentence_even_when_long() -> None:
