@@ -292,6 +292,20 @@ class DraftV1(PipelineMessage):
     prompt_version: str | None = None
 
 
+class CachedFrom(BaseModel):
+    """The verified answer a cached answer repeats: the comment it was made for, its message and its trace."""
+
+    model_config = ConfigDict(frozen=True)
+
+    comment_id: str = Field(description="The comment the answer was first verified for.")
+    message_id: str = Field(description="The answer.v1 message that verified it.")
+    trace_id: str | None = Field(default=None, description="That comment's trace, where retrieval and checks ran.")
+    verified_at: datetime = Field(description="When it was verified.")
+    model_calls: list[ModelCall] = Field(
+        default_factory=list, description="The model calls the first answer cost (this one cost none)."
+    )
+
+
 class AnswerV1(PipelineMessage):
     """A terminal outcome for a comment; subscribers (overlay, TTS, evaluator) read these."""
 
@@ -320,6 +334,10 @@ class AnswerV1(PipelineMessage):
     merged_into: str | None = Field(
         default=None,
         description="Comment id of the earlier, near-identical question this one was merged into (dropped).",
+    )
+    cached_from: CachedFrom | None = Field(
+        default=None,
+        description="A verified answer repeated from ingest's answer cache (methods name 'cached'): the original.",
     )
 
 
@@ -422,6 +440,9 @@ class EvaluationV1(_Message):
     answer_models: dict[str, str] = Field(
         default_factory=dict,
         description="Hosted model each stage called for the answer, by stage (empty: an offline pipeline).",
+    )
+    cached_from: str | None = Field(
+        default=None, description="The answer came from the answer cache: the comment it was first verified for."
     )
 
 

@@ -33,12 +33,37 @@ class CommandError(Exception):
     """A command cannot go on; the message says why."""
 
 
+#: Commands that stop as soon as the NATS server refuses them something (set by ``main``): a short
+#: request of the operator's or of ``kotae streams`` can do nothing once refused, and waiting for
+#: its timeout only delays the message that says which user it ran as.
+_stop_when_refused = False
+
+
+async def _unless_refused(main: Any) -> Any:
+    from kotae.bus.connection import on_permission_denial
+
+    work = asyncio.ensure_future(main)
+    refused = asyncio.Event()
+    remove = on_permission_denial(lambda _violation: refused.set())
+    watch = asyncio.ensure_future(refused.wait())
+    try:
+        await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        remove()
+        watch.cancel()
+    if not work.done():
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        raise CommandError("the NATS server refused this command")  # main() says which user it ran as
+    return work.result()
+
+
 def _run(main: Any) -> Any:
     """``asyncio.run`` that closes the model clients the command opened before the loop ends."""
 
     async def closing() -> Any:
         try:
-            return await main
+            return await (_unless_refused(main) if _stop_when_refused else main)
         finally:
             providers = sys.modules.get("kotae.providers")  # loaded only if the command called a model
             if providers is not None:
@@ -441,21 +466,23 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         load_records(Path(args.kb))  # check before starting anything
     _load_kb_if_given(args.kb, settings.kb, settings)
     result = _run(_replay_on_stack(settings, comments, args.timeout, 0.0, args))
+    # What did arrive is written even when the timeout cut the wait short: a slow run keeps its results.
+    records = result.ordered()
+    if args.out:
+        _write_atomically(Path(args.out), write_jsonl(records))
+        print(f"kotae: {len(records)} outcomes written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(write_jsonl(records))
     if result.missing:
         raise CommandError(
-            f"{len(result.missing)} comment(s) had no outcome within {args.timeout:.0f}s: {', '.join(result.missing[:20])}"
+            f"{len(result.missing)} of {len(result.order)} comment(s) had no outcome within {args.timeout:g}s "
+            f"(--timeout), so they are not in {args.out or 'the output'}: {', '.join(result.missing[:20])}"
         )
     if result.unaired:
         raise CommandError(
-            f"{len(result.unaired)} verified answer(s) had no air outcome within {args.timeout:.0f}s: "
+            f"{len(result.unaired)} verified answer(s) had no air outcome within {args.timeout:g}s (--timeout): "
             + ", ".join(result.unaired[:20])
         )
-    text = write_jsonl(result.ordered())
-    if args.out:
-        _write_atomically(Path(args.out), text)
-        print(f"kotae: {len(result.order)} outcomes written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     return 0
 
 
@@ -875,7 +902,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--kb", help="load this knowledge base first (idempotent)")
     p.add_argument("--out", help="write JSONL here instead of stdout")
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait, once every comment is published, for the outcomes still out (default 300); "
+        "what arrived is written either way, and a comment left without one makes the exit status 1",
+    )
     _add_timing_flags(p)
     _add_on_request_flags(p)
     p.set_defaults(func=cmd_replay)
@@ -1019,6 +1052,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _reader_went_away()
 
 
+def _user_needed(args: argparse.Namespace) -> str | None:
+    """The NATS user a command that joins a running bus logs in as (None: it starts its own stack)."""
+    from kotae.bus import permissions
+
+    if args.func is cmd_onair:
+        return permissions.OPERATOR
+    if args.func is cmd_streams:
+        return permissions.STREAMS
+    if args.func is cmd_ingest:
+        # A live source only publishes; a replay also reads the outcomes back.
+        live = args.source in ("youtube", "onecomme") or getattr(args, "follow", False)
+        return permissions.INGEST if live else permissions.REPLAY
+    return None
+
+
+def _refused(args: argparse.Namespace, settings: Settings) -> str | None:
+    """Why the command failed when the NATS server refused it something: which user it ran as, which to load."""
+    from kotae.bus.connection import explain_denial
+
+    needs = _user_needed(args)
+    return explain_denial(settings, needs, settings.data_dir / "nats") if needs else None
+
+
 def _main(argv: Sequence[str] | None) -> int:
     from kotae.faults import TransientError
     from kotae.knowledge.embeddings import EmbeddingMismatch
@@ -1034,6 +1090,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except SettingsError as exc:
         print(f"kotae: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    global _stop_when_refused
+    _stop_when_refused = args.func in (cmd_onair, cmd_streams)
     if getattr(args, "name", None) is None and args.func is cmd_kb_load:
         args.name = settings.kb
     if args.func is not cmd_serve:
@@ -1051,7 +1109,7 @@ def _main(argv: Sequence[str] | None) -> int:
         QuestionSetError,
         SettingsError,
     ) as exc:
-        print(f"kotae: {exc}", file=sys.stderr)
+        print(f"kotae: {_refused(args, settings) or exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -1059,7 +1117,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from kotae.bus.embedded import EmbeddedServerError
         from kotae.stack import StackError
 
-        if isinstance(exc, EmbeddedServerError | StackError | OSError) and not isinstance(exc, BrokenPipeError):
-            print(f"kotae: {exc}", file=sys.stderr)
+        refused = _refused(args, settings)  # a refusal shows up as a timeout of the request it refused
+        if refused or (
+            isinstance(exc, EmbeddedServerError | StackError | OSError) and not isinstance(exc, BrokenPipeError)
+        ):
+            print(f"kotae: {refused or exc}", file=sys.stderr)
             return EXIT_FAILED
         raise

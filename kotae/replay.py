@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from kotae.bus.topology import ensure_streams
 from kotae.contracts import AnswerV1, DeadLetterV1, EvaluationV1, OnAirEventV1, subjects
 from kotae.runtime import make_broker
+from kotae.services.ingest.answer_cache import answer_cache_for
 from kotae.services.ingest.handlers import Ingestor
 from kotae.services.ingest.sources import ChatItem, RawComment, Timing, paced
 from kotae.services.ingest.triage import Triage
@@ -288,12 +289,15 @@ async def run_replay(
             subs.append(await _tail(js, subjects.STREAM_EVALUATIONS, subjects.EVALUATION, collector.on_evaluation))
         if onair:
             subs.append(await _tail(js, subjects.STREAM_ONAIR, subjects.ONAIR_ALL, collector.on_air))
+        triage = Triage.from_settings(settings, source=source)
+        session = session or uuid.uuid4().hex[:12]
         ingestor = Ingestor(
             broker,
-            Triage.from_settings(settings, source=source),
+            triage,
             provider.get_tracer("kotae.ingest"),
-            session=session or uuid.uuid4().hex[:12],
+            session=session,
             clarify_ttl_s=settings.clarify_ttl_s,
+            cache=await answer_cache_for(js, settings, stream_id=triage.stream_id, kb=triage.kb, session=session),
         )
         await _publish(ingestor, comments, collector, timing=timing, speed=speed)
         collector.published.set()
@@ -301,6 +305,7 @@ async def run_replay(
         await _wait(collector.done, timeout)
         if wait_for_evaluations and not result.missing:
             await _wait(collector.evaluated, wait_for_evaluations)
+        await ingestor.close()
         for sub in subs:
             await sub.unsubscribe()
     finally:

@@ -436,6 +436,10 @@ class Settings(BaseSettings):
         default=0.5, gt=0, le=1, description="Similarity at or above which two questions merge."
     )
     admit_per_minute: int = Field(default=120, ge=0, description="Comments admitted per minute of chat; 0: no limit.")
+    answer_cache: bool = Field(
+        default=True,
+        description="A question already verified in this show and knowledge base is answered from ingest's cache.",
+    )
     stale_after_s: float = Field(
         default=120.0, gt=0, description="A question older than this (chat time) loses priority."
     )

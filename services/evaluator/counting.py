@@ -152,6 +152,7 @@ def summarize_group(evaluations: list[EvaluationV1]) -> dict[str, Any]:
         "attempts": len(evaluations),
         "completed": len(completed),
         "failed": len(evaluations) - len(completed),
+        "cached": sum(1 for e in evaluations if e.cached_from is not None),
         "outcomes": dict(sorted(Counter(e.outcome for e in evaluations).items())),
         "first_at": min(e.created_at for e in evaluations).isoformat(),
         "last_at": max(e.created_at for e in evaluations).isoformat(),

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import date
 
 from kotae.citations import cited_numbers, strip_markers
-from kotae.contracts import AnswerV1, EvaluationV1, Evidence, MetricScore
+from kotae.contracts import AnswerV1, EvaluationV1, Evidence, MetricScore, ModelCall
 from kotae.contracts.v1 import AnswerJudgement, ClaimJudgement, Judged
 from kotae.grounding import support
 from kotae.knowledge.text import search_tokens, split_sentences
@@ -296,6 +296,10 @@ def set_version_of(answer: AnswerV1) -> str | None:
     return source[len(EVAL_SOURCE) :] or None if source.startswith(EVAL_SOURCE) else None
 
 
+def _first_calls(answer: AnswerV1) -> list[ModelCall]:
+    return list(answer.cached_from.model_calls) if answer.cached_from else []
+
+
 def record(answer: AnswerV1, **fields: object) -> EvaluationV1:
     """An evaluation of ``answer`` carrying everything an audit needs, plus ``fields``."""
     base: dict[str, object] = dict(
@@ -312,7 +316,9 @@ def record(answer: AnswerV1, **fields: object) -> EvaluationV1:
         kb=answer.comment.kb,
         evidence_versions={d.doc_id: d.version for d in answer.docs if d.version},
         set_version=set_version_of(answer),
-        answer_models={c.stage: c.model for c in answer.model_calls},
+        # A cached answer cost no call of its own; it was made by the original's models, and is counted with them.
+        answer_models={c.stage: c.model for c in (*_first_calls(answer), *answer.model_calls)},
+        cached_from=answer.cached_from.comment_id if answer.cached_from else None,
     )
     base.update(fields)
     return EvaluationV1(**base)  # type: ignore[arg-type]

@@ -3,7 +3,8 @@
 One group per (question set or knowledge base version, stream, mode, models,
 judge prompt versions); groups are never pooled. Each
 metric is shown as numerator/denominator and rate, beside the group's attempts,
-completed and failed counts and the metric's unknowns (see ``counting.py``).
+completed and failed counts (and how many of the answers came from ingest's answer
+cache: scored like the others, counted apart) and the metric's unknowns (see ``counting.py``).
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def render_table(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         out.append(_group_title(row["group"]))
         out.append(
-            f"  attempts {row['attempts']}  completed {row['completed']}  failed {row['failed']};  outcomes "
-            + ", ".join(f"{k} {v}" for k, v in row["outcomes"].items())
+            f"  attempts {row['attempts']}  completed {row['completed']}  failed {row['failed']}  "
+            f"cached {row['cached']};  outcomes " + ", ".join(f"{k} {v}" for k, v in row["outcomes"].items())
         )
         out.append(f"  {'metric':<18} {'num/den':>12} {'rate':>6} {'unknown':>8} {'omitted':>8}")
         for name in METRICS:

@@ -10,6 +10,10 @@ A moderation event (a deleted comment, a banned viewer) is published as
 banned viewer is named as their comments name them (the same salted hash).
 A comment carries what the platform says of its author beyond the id: whether
 they are a member, and their display name when the id stands in for it.
+
+With an answer cache (:mod:`kotae.services.ingest.answer_cache`), an admitted
+question already verified in this scope is answered from it: ingest publishes the
+cached answer as this comment's ``answer.v1.verified`` instead of the comment.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from kotae.bus.outage import through_outage
 from kotae.clarify import ClarifyStore
 from kotae.contracts import AnswerV1, CommentV1, ModerationV1, subjects
 from kotae.logs import get_logger
+from kotae.services.ingest.answer_cache import AnswerCache
 from kotae.services.ingest.sources import ChatItem, RawComment, RawModeration
 from kotae.services.ingest.triage import Dropped, Triage, hash_author, hash_user_id, order_for_publishing
 from kotae.tracing import current_trace_id
@@ -34,7 +39,7 @@ log = get_logger("kotae.ingest")
 @dataclass(frozen=True)
 class Ingested:
     comment_id: str
-    status: str  # admitted | dropped | resend
+    status: str  # admitted | cached | dropped | resend
     duplicate: bool = False  # the bus had already stored it (a resend across restarts)
     trace_id: str | None = None
     origin: str | None = None  # message id of the published comment
@@ -46,9 +51,17 @@ class Ingestor:
     """Triage comments and publish them."""
 
     def __init__(
-        self, broker: NatsBroker, triage: Triage, tracer: Tracer, *, session: str = "live", clarify_ttl_s: float = 180.0
+        self,
+        broker: NatsBroker,
+        triage: Triage,
+        tracer: Tracer,
+        *,
+        session: str = "live",
+        clarify_ttl_s: float = 180.0,
+        cache: AnswerCache | None = None,
     ) -> None:
         self.broker = broker
+        self.cache = cache
         self.clarify_ttl_s = clarify_ttl_s
         self._clarify: ClarifyStore | None = None
         self.triage = triage
@@ -168,10 +181,23 @@ class Ingestor:
                 )
                 duplicate = await self._publish(subjects.answer("dropped"), answer)
                 return Ingested(raw.id, "dropped", duplicate, trace_id, c.message_id, admitted.reason)
-            span.set_attribute("kotae.triage", "admitted")
             admitted = _with_author_details(admitted, raw)
+            cached = await self.cache.answer_for(admitted, trace_id) if self.cache is not None else None
+            if cached is not None and cached.cached_from is not None:
+                span.set_attribute("kotae.triage", "cached")
+                duplicate = await self._publish(subjects.answer("verified"), cached)
+                reason = f"cached_from: {cached.cached_from.comment_id}"
+                return Ingested(raw.id, "cached", duplicate, trace_id, admitted.message_id, reason, admitted.priority)
+            span.set_attribute("kotae.triage", "admitted")
+            if self.cache is not None:
+                self.cache.expect(admitted)
             duplicate = await self._publish(subjects.COMMENT, admitted)
             return Ingested(raw.id, "admitted", duplicate, trace_id, admitted.message_id, priority=admitted.priority)
+
+    async def close(self) -> None:
+        """Release what ingest holds on the bus (the answer cache keeps the answers verified so far first)."""
+        if self.cache is not None:
+            await self.cache.close()
 
 
 def _with_author_details(comment: CommentV1, raw: RawComment) -> CommentV1:

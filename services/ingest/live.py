@@ -21,6 +21,7 @@ from nats.js import JetStreamContext
 from kotae.bus.topology import ensure_streams
 from kotae.logs import get_logger
 from kotae.runtime import make_broker
+from kotae.services.ingest.answer_cache import answer_cache_for
 from kotae.services.ingest.handlers import Ingested, Ingestor
 from kotae.services.ingest.sources import ChatItem
 from kotae.services.ingest.triage import Triage
@@ -58,17 +59,26 @@ async def run_live(
         js = broker.connection.jetstream()
         await ensure_streams(js, settings)
         triage = Triage.from_settings(settings, source=source_name)
+        cache = await answer_cache_for(js, settings, stream_id=triage.stream_id, kb=triage.kb, session="live")
         ingestor = Ingestor(
-            broker, triage, provider.get_tracer("kotae.ingest"), session="live", clarify_ttl_s=settings.clarify_ttl_s
+            broker,
+            triage,
+            provider.get_tracer("kotae.ingest"),
+            session="live",
+            clarify_ttl_s=settings.clarify_ttl_s,
+            cache=cache,
         )
-        async for batch in source(js):
-            if not batch:
-                continue
-            for result in await ingestor.ingest_many(batch):
-                line = status_line(result)
-                counts[json.loads(line)["status"]] += 1
-                out.write(line + "\n")
-            out.flush()
+        try:
+            async for batch in source(js):
+                if not batch:
+                    continue
+                for result in await ingestor.ingest_many(batch):
+                    line = status_line(result)
+                    counts[json.loads(line)["status"]] += 1
+                    out.write(line + "\n")
+                out.flush()
+        finally:
+            await ingestor.close()
     finally:
         await broker.stop()
         provider.force_flush(5_000)

@@ -227,6 +227,37 @@ def _names(words: frozenset[str]) -> bool:
     return any(_NAME.match(w) for w in words)
 
 
+@dataclass(frozen=True)
+class MergeKey:
+    """What the merge rule reads of a question, computed once: ingest's answer cache matches by it too,
+    so a cached answer goes only to a question that triage would have merged into the one it answered.
+
+    Example::
+
+        MergeKey.of("日本共産党の略称は？").same_question(MergeKey.of("日本共産党の機関紙は？"), 0.5)   # False
+    """
+
+    words: _Words
+    asks: _Asks
+
+    @classmethod
+    def of(cls, normalized: str) -> MergeKey:
+        return cls(_Words.of(normalized), _Asks.of(normalized))
+
+    def likeness(self, other: MergeKey) -> float:
+        """0 for another kind of answer asked for, else :func:`similarity`."""
+        return _likeness(self.words, self.asks, other.words, other.asks)
+
+    def same_question(self, other: MergeKey, threshold: float) -> bool:
+        return self.likeness(other) >= threshold
+
+
+def _likeness(words: _Words, asks: _Asks | None, other_words: _Words, other_asks: _Asks) -> float:
+    if asks is not None and asks.differs(other_asks):
+        return 0.0
+    return _similarity(words, other_words)
+
+
 @dataclass
 class _Recent:
     at: datetime
@@ -506,9 +537,7 @@ class Triage:
         best, best_id = 0.0, None
         for r in self._recent:
             if horizon <= r.at <= at:
-                if asks is not None and asks.differs(r.asks):
-                    continue
-                s = _similarity(words, r.words)
+                s = _likeness(words, asks, r.words, r.asks)
                 if s > best:
                     best, best_id = s, r.comment_id
         return best_id if best >= self.merge_similarity else None

@@ -131,7 +131,7 @@ def test_rendered_report_shows_rate_numerator_denominator_and_unknowns() -> None
     assert "kb:? · stream s2 · offline" in text
     assert re.search(r"faithfulness\s+3/4\s+0\.750\s+1\s+0", text), text
     assert re.search(r"context_precision\s+0/0\s+—\s+0\s+3", text), text
-    assert "attempts 3  completed 3  failed 0;  outcomes unanswered 1, verified 2" in text
+    assert "attempts 3  completed 3  failed 0  cached 0;  outcomes unanswered 1, verified 2" in text
 
 
 def test_rendered_report_as_json_matches_summary() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import wave
 from datetime import UTC, datetime, timedelta
 
@@ -205,6 +206,8 @@ async def test_quiet_chat_airs_current_faq_entries_of_the_knowledge_base_each_on
         record = by_id[event.comment_id.removeprefix("faq:")]
         assert event.answer == f"{record.answer}[1]" and event.citations[0].doc_id == record.id
         assert event.slide == record.slide and event.audio_ms
+        # The question keeps its question mark, and no stop is said after it ("…のですか?。").
+        assert "?" in event.speech and not re.search(r"[。.!?、,]\s*[。.!?、,]", event.speech), event.speech
 
 
 async def test_an_answer_whose_document_was_superseded_since_it_was_verified_is_withdrawn(

@@ -107,3 +107,40 @@ def test_speech_text_of_a_speech_text_is_itself(sentences: list[tuple[str, str]]
 
 def test_every_sentence_keeps_something_to_say(sentences: list[tuple[str, str]]) -> None:
     assert all(speech_text(sentence, lang).strip() for lang, sentence in sentences)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("spoken", "lang", "said"),
+    [
+        # The FAQ filler as the stage joins it: intro, question, a stop, answer.
+        (
+            "よくいただく質問です。なぜ市長選に立候補したのですか？。市民の声を市政に届けるためです[1]。",
+            "ja",
+            "よくいただく質問です。なぜ市長選に立候補したのですか?市民の声を市政に届けるためです。",
+        ),
+        (
+            "A question we are often asked. Why are you running for mayor?. To bring residents' voices to city hall [1].",
+            "en",
+            "A question we are often asked. Why are you running for mayor? To bring residents' voices to city hall.",
+        ),
+        ("運賃は150円です。[2]。", "ja", "運賃は150円です。"),  # a citation between two stops
+        ("無料です🌰！。", "ja", "無料です!"),  # an emoji between two marks
+        ("詳しくは、。窓口へ。。", "ja", "詳しくは。窓口へ。"),
+        ("[1]。運賃は150円です。", "ja", "運賃は150円です。"),  # nothing before the first word
+        ("It is free , .", "en", "It is free."),
+        ("Wait... it is free?!", "en", "Wait, it is free?"),
+        ("手数料は3.5%、1,000円以上です。", "ja", "手数料は3.5パーセント、1,000円以上です。"),  # one mark stays
+    ],
+)
+def test_doubled_or_odd_sentence_marks_are_said_as_one(spoken: str, lang: str, said: str) -> None:
+    assert speech_text(spoken, lang) == said  # type: ignore[arg-type]
+    assert speech_text(said, lang) == said  # type: ignore[arg-type]
+
+
+def test_no_sentence_of_a_knowledge_base_leaves_two_marks_in_a_row(sentences: list[tuple[str, str]]) -> None:
+    doubled = [
+        f"{sentence} → {said}"
+        for lang, sentence in sentences
+        if re.search(r"[。.!?、,]\s*[。.!?、,]", said := speech_text(sentence, lang))  # type: ignore[arg-type]
+    ]
+    assert doubled == []

@@ -1,0 +1,101 @@
+"""The answer cache on a real nats-server with every stage running: hits, misses, a knowledge-base change."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from kotae.contracts import subjects
+from kotae.knowledge.loading import load_knowledge_base
+from kotae.knowledge.records import load_records
+from kotae.replay import ReplayResult, run_replay
+from kotae.services.evaluator.report import collect_evaluations, render_report
+from kotae.services.ingest.sources import RawComment
+from kotae.services.ingest.triage import MergeKey
+from kotae.settings import Settings
+from tests.factories import read_all
+from tests.integration.stages import running_stages
+
+AT = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
+QUESTION = "保育料っていくらになるの"
+
+
+def asked(cid: str, text: str, minutes: float) -> RawComment:
+    # Each comment well after the merge window: triage alone would answer it again.
+    return RawComment(id=cid, author=f"viewer-{cid}", text=text, published_at=AT + timedelta(minutes=minutes))
+
+
+async def ask(settings: Settings, url: str, comment: RawComment, **kw: object) -> ReplayResult:
+    # One show: the same ingest session for every comment, as a live source keeps it.
+    result = await run_replay(settings, url, [comment], timeout=60, session="show-1", **kw)  # type: ignore[arg-type]
+    assert result.missing == []
+    return result
+
+
+async def retrieved(url: str) -> set[str]:
+    return {m["data"]["comment_id"] for m in await read_all(url, subjects.RETRIEVAL)}
+
+
+async def test_a_question_asked_again_is_answered_from_the_cache_and_a_different_one_is_not(
+    nats_url: str, loaded_settings: Settings
+) -> None:
+    async with running_stages(loaded_settings, nats_url):
+        original = await ask(loaded_settings, nats_url, asked("q1", QUESTION, 0))
+        again = await ask(loaded_settings, nats_url, asked("q2", QUESTION + "？", 10), wait_for_evaluations=20)
+        other = (await ask(loaded_settings, nats_url, asked("q3", "保育園の待機児童はどうなるの", 20))).answers["q3"]
+        evaluations = await collect_evaluations(loaded_settings, nats_url)
+    first = original.answers["q1"]
+    assert first.outcome == "verified" and first.cached_from is None
+    cached = again.answers["q2"]
+    # Verified, with the original's answer, citations and verdict, and the link back to it.
+    assert cached.outcome == "verified"
+    assert cached.methods["cache"] == "cached"
+    assert (cached.answer, cached.citations, cached.verdict) == (first.answer, first.citations, first.verdict)
+    assert cached.cached_from is not None
+    assert cached.cached_from.comment_id == "q1"
+    assert cached.cached_from.trace_id == original.records["q1"]["trace_id"]
+    assert cached.trace_id == again.records["q2"]["trace_id"] != cached.cached_from.trace_id
+    assert cached.model_calls == [] and cached.comment.comment_id == "q2"
+    # No retrieval for it, while the first and the different question went through the pipeline.
+    assert await retrieved(nats_url) == {"q1", "q3"}
+    assert other.cached_from is None
+    # The evaluator scored the cached answer, and the report counts it as cached.
+    assert again.evaluations["q2"].cached_from == "q1"
+    assert again.evaluations["q2"].faithfulness.value is not None
+    assert "cached 1;" in render_report(evaluations)
+
+
+async def test_a_new_version_of_a_cited_document_empties_what_it_touched(
+    nats_url: str, loaded_settings: Settings, sample_kb_path: Path
+) -> None:
+    async with running_stages(loaded_settings, nats_url):
+        first = (await ask(loaded_settings, nats_url, asked("v1", QUESTION, 0))).answers["v1"]
+        cited = {c.doc_id for c in first.citations}
+        records = load_records(sample_kb_path)
+        changed = [r.model_copy(update={"version": "2027.2"}) if r.id in cited else r for r in records]
+        load_knowledge_base(changed, "default", loaded_settings)
+        again = (await ask(loaded_settings, nats_url, asked("v2", QUESTION, 10))).answers["v2"]
+        third = (await ask(loaded_settings, nats_url, asked("v3", QUESTION, 20))).answers["v3"]
+    assert first.outcome == "verified" and cited
+    # The next identical question runs the pipeline again, on the new version ...
+    assert again.cached_from is None and again.outcome == "verified"
+    assert {d.version for d in again.docs if d.doc_id in cited} == {"2027.2"}
+    # ... and its answer is the one kept from then on.
+    assert third.cached_from is not None and third.cached_from.comment_id == "v2"
+    assert await retrieved(nats_url) == {"v1", "v2"}
+
+
+async def test_with_the_cache_off_every_question_runs_the_pipeline(nats_url: str, loaded_settings: Settings) -> None:
+    off = loaded_settings.model_copy(update={"answer_cache": False})
+    async with running_stages(off, nats_url):
+        await ask(off, nats_url, asked("o1", QUESTION, 0))
+        again = (await ask(off, nats_url, asked("o2", QUESTION, 10))).answers["o2"]
+    assert again.cached_from is None and "cache" not in again.methods
+    assert await retrieved(nats_url) == {"o1", "o2"}
+
+
+def test_questions_the_merge_rule_keeps_apart_are_never_one_cached_question() -> None:
+    # The cache matches by triage's own rule: one party, two things asked.
+    a, b = MergeKey.of("日本共産党の略称は?"), MergeKey.of("日本共産党の機関紙は?")
+    assert not a.same_question(b, 0.5)
+    assert a.same_question(MergeKey.of("日本共産党の略称は"), 0.5)
