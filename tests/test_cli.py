@@ -516,3 +516,76 @@ def test_output_to_a_reader_that_went_away_ends_quietly(data: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 128 + signal.SIGPIPE
     assert err == "", err  # no "Broken pipe", no traceback
+
+
+def test_replay_that_reaches_its_timeout_writes_what_arrived_and_says_how_many_are_missing(
+    data: Path, tmp_path: Path, sample_kb_path: Path
+) -> None:
+    import socket
+
+    comments = tmp_path / "c.jsonl"
+    rows = [
+        {"id": "laugh", "author": "a", "text": "草"},
+        {"id": "clap", "author": "b", "text": "8888888"},
+        {"id": "fee", "author": "c", "text": "0歳の子を預けたら保育料の上限は月いくらですか"},
+    ]
+    comments.write_text(jsonl(rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    # A generator endpoint that takes the request and never answers: the question cannot end in time.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        env = {
+            "KOTAE_GENERATOR_MODEL": f"compatible:http://127.0.0.1:{silent.getsockname()[1]}/v1|m",
+            "KOTAE_MODEL_TIMEOUT_S": "120",
+        }
+        args = ("replay", str(comments), "--kb", str(sample_kb_path), "--out", str(out), "--timeout", "3")
+        result = kotae(*args, data=data, env=env)
+    assert result.returncode == 1
+    assert "1 of 3 comment(s) had no outcome within 3s (--timeout)" in result.stderr and "fee" in result.stderr
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(r["comment_id"], r["outcome"]) for r in records] == [("laugh", "dropped"), ("clap", "dropped")]
+    assert processes_using(data) == []
+
+
+def test_replay_timeout_says_what_it_waits_for(data: Path) -> None:
+    shown = " ".join(kotae("replay", "--help", data=data).stdout.split())
+    assert "--timeout TIMEOUT seconds to wait, once every comment is published, for the outcomes" in shown
+
+
+async def test_a_command_run_as_another_stages_user_says_which_user_and_which_env_to_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kotae.settings import load_settings
+    from kotae.stack import Stack
+
+    monkeypatch.setenv("KOTAE_ONAIR_HTTP_PORT", "0")
+    settings = load_settings(data_dir=tmp_path / "data")
+    stack = Stack(settings, stages=("onair",))
+    await stack.start()
+    try:
+        env_dir = stack.write_env_files()
+        assert env_dir is not None
+        # The replay user's env loaded in this shell, as the README shows for `kotae ingest replay`.
+        replay_env = dict(line.split("=", 1) for line in (env_dir / "replay.env").read_text().split())
+        started = time.monotonic()
+        run = await asyncio.to_thread(kotae, "onair", "status", data=settings.data_dir, env=replay_env, timeout=60)
+        took = time.monotonic() - started
+        deadline = time.monotonic() + 30
+        while True:  # as the operator, found by itself, the same command works once the speaker wrote its status
+            started = time.monotonic()
+            worked = await asyncio.to_thread(kotae, "onair", "status", data=settings.data_dir, timeout=60)
+            worked_took = time.monotonic() - started
+            if worked.returncode == 0 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.3)
+    finally:
+        stack.stop()
+    assert run.returncode == 1 and run.stdout == ""
+    assert "ran as NATS user 'replay'" in run.stderr and "needs the 'operator' user" in run.stderr
+    assert f"set -a; . {env_dir}/operator.env; set +a" in run.stderr
+    assert "timeout" not in run.stderr.splitlines()[-1]
+    assert worked.returncode == 0, worked.stderr
+    # Refused, it stops at once rather than waiting out the request's timeout (5 s; the whole
+    # command took 7 s): about as long as the same command that works.
+    assert took < 2.5 * worked_took, (took, worked_took)

@@ -72,6 +72,54 @@ def explain_tls_error(exc: BaseException, settings: Settings) -> str | None:
 
 ErrorCallback = Callable[[Exception], Awaitable[None]]
 
+#: What the server refused this process ("permissions violation for publish to …"), oldest first.
+#: nats-py reports a refusal only to the error callback; the request that caused it just times
+#: out, so a command reads this to say which user it ran as instead of a bare timeout.
+_denials: list[str] = []
+
+
+_denial_listeners: list[Callable[[str], None]] = []
+
+
+def permission_denials() -> list[str]:
+    """The permissions violations the NATS server reported to this process so far."""
+    return list(_denials)
+
+
+def on_permission_denial(listener: Callable[[str], None]) -> Callable[[], None]:
+    """Call ``listener(violation)`` on the event loop when the server refuses this process something.
+
+    Returns the function that removes it. A command that cannot do without what was refused
+    stops at once, instead of waiting for its request's timeout.
+    """
+    _denial_listeners.append(listener)
+    return lambda: _denial_listeners.remove(listener)
+
+
+def _user_of(settings: Settings) -> str:
+    if settings.nats_user:
+        return f"NATS user {settings.nats_user!r} (KOTAE_NATS_USER)"
+    if settings.nats_creds is not None:
+        return f"the user of the credentials file {settings.nats_creds} (KOTAE_NATS_CREDS)"
+    return "no NATS user (KOTAE_NATS_USER and KOTAE_NATS_CREDS are unset)"
+
+
+def explain_denial(settings: Settings, needs: str, env_dir: Path) -> str | None:
+    """What a command refused by the server should say: the user it ran as and the env file of the one it needs.
+
+    ``needs`` is the user the command logs in as (e.g. ``operator`` for ``kotae onair``); ``env_dir``
+    the folder where a running ``kotae up`` keeps each user's env file. None when nothing was refused.
+    """
+    if not _denials:
+        return None
+    env_file = env_dir / f"{needs}.env"
+    return (
+        f"the NATS server refused this command ({_denials[0]}): it ran as {_user_of(settings)}, "
+        f"and it needs the {needs!r} user. Beside a running `kotae up`, load that user's env: "
+        f"set -a; . {env_file}; set +a — elsewhere give it the {needs!r} user's credentials "
+        "(docs/operations.md, Access)"
+    )
+
 
 def refuse_on_tls_error(settings: Settings, *, while_: Callable[[], bool] = lambda: True) -> ErrorCallback:
     """An ``error_cb`` that stops connecting on a TLS failure, with its explanation, instead of retrying.
@@ -85,6 +133,10 @@ def refuse_on_tls_error(settings: Settings, *, while_: Callable[[], bool] = lamb
         message = explain_tls_error(err, settings) if while_() else None
         if message:
             raise NatsConnectError(message) from err
+        if "permissions violation" in str(err).lower():
+            _denials.append(str(err).removeprefix("nats: "))
+            for listener in list(_denial_listeners):
+                listener(_denials[-1])
         log.warning("nats.error", error=f"{type(err).__name__}: {err}")
 
     return on_error
