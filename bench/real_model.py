@@ -433,8 +433,13 @@ def config_env(config: str, spec: str, timeout_s: float) -> dict[str, str]:
     env = {STAGE_SETTINGS[s]: spec for s in stages} | extra
     if stages:
         # One call at a time at the server, whichever stage's process sends it: llama.cpp decodes
-        # one sequence, and a call queued there would have its timeout running.
-        env |= {"KOTAE_MODEL_TIMEOUT_S": str(timeout_s), "KOTAE_MODEL_ENDPOINT_CONCURRENCY": "1"}
+        # one sequence, and a call queued there would have its timeout running. The stages that
+        # do not take the shared slots (triage, rewrite, judge) keep to one call per process.
+        env |= {
+            "KOTAE_MODEL_TIMEOUT_S": str(timeout_s),
+            "KOTAE_MODEL_ENDPOINT_CONCURRENCY": "1",
+            "KOTAE_MODEL_CONCURRENCY": "1",
+        }
     return env
 
 
