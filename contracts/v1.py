@@ -565,12 +565,23 @@ class OnAirEventV1(_Message):
     chat was quiet). Every verified answer gets exactly one final event: ``finished``
     (aired; ``reason`` ``voice_failed: …`` when it was shown as text only), ``expired``,
     ``withdrawn``, ``skipped``, ``shed`` or ``already_aired``. Events carry the
-    comment's trace context in their headers.
+    comment's trace context in their headers. A Super Chat whose question was answered
+    already (or has none, or none could be answered) airs as ``kind: thanks``: a fixed
+    thanks naming the viewer, ``credited_to`` the comment whose answer aired.
     """
 
     schema_version: Literal["onair.v1"] = "onair.v1"
     event: OnAirEvent
-    kind: Literal["answer", "faq"] = "answer"
+    kind: Literal["answer", "faq", "thanks"] = Field(
+        default="answer",
+        description="answer: a verified answer; faq: an FAQ entry aired while the chat was quiet; thanks: a Super "
+        "Chat thanked on air (its question answered already, unanswered, or none), its message never read.",
+    )
+    show_id: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The show it aired in: what was verified before a show began never airs in it.",
+    )
     answer_message_id: str | None = Field(default=None, description="The answer.v1 message aired (None for FAQ).")
     question: Text | None = Field(
         default=None, description="The viewer's question, only once it passed the filters (None: not to be shown)."
@@ -601,7 +612,8 @@ class OnAirEventV1(_Message):
     resumed: bool = Field(default=False, description="Aired again from the start after the previous speaker stopped.")
     attempt: int = Field(default=1, ge=1, description="1, or 2 for an answer aired again after a takeover.")
     credited_to: str | None = Field(
-        default=None, description="already_aired: the comment whose near-identical answer aired."
+        default=None,
+        description="already_aired, or a thanks: the comment whose near-identical answer aired.",
     )
     replica: str | None = Field(default=None, description="The on-air process that published it.")
     trace_id: str | None = None

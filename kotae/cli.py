@@ -268,6 +268,10 @@ def _stack_options(
     env: dict[str, str] = {}
     if getattr(args, "speech_dir", None):
         env["KOTAE_ONAIR_SPEECH_DIR"] = str(Path(args.speech_dir).expanduser().resolve())
+    if "onair" in asked:  # a new show each run unless told to continue one: a rehearsal never leaks into it
+        from kotae.services.onair.shows import new_show_id
+
+        env["KOTAE_ONAIR_SHOW"] = getattr(args, "show", None) or new_show_id()
     if not standby and "KOTAE_ONAIR_HTTP_PORT" not in os.environ:
         env["KOTAE_ONAIR_HTTP_PORT"] = "0"
     return STAGES + asked, replicas, env
@@ -384,6 +388,12 @@ def _print_onair_pages(stack: Any, settings: Settings, env: dict[str, str], toke
         flush=True,
     )
     base = where if port else "http://<that address>"
+    if env.get("KOTAE_ONAIR_SHOW"):
+        print(
+            f"  Show: {env['KOTAE_ONAIR_SHOW']} (nothing verified before it began airs in it; "
+            f"`kotae up --onair --show {env['KOTAE_ONAIR_SHOW']}` continues it)",
+            flush=True,
+        )
     print(f"  Overlay (OBS browser source, 1920x1080): {base}/overlay  (subtitles only: ?layout=subtitles)")
     print(f"  Console: {base}/console", flush=True)
     if token_path is not None:
@@ -852,6 +862,13 @@ def _add_on_request_flags(p: argparse.ArgumentParser) -> None:
     if "onair" in _on_request_stages():
         p.add_argument(
             "--speech-dir", default=None, help="with --onair: also write each aired answer's audio here (WAV)"
+        )
+        p.add_argument(
+            "--show",
+            default=None,
+            metavar="ID",
+            help="with --onair: continue show ID (as `kotae onair status` names it) instead of starting a new "
+            "show; nothing verified before a show began airs in it",
         )
 
 

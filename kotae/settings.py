@@ -323,6 +323,24 @@ class Settings(BaseSettings):
         default=False,
         description="Read the viewer's question before the answer (only a question that passed the injection filter).",
     )
+    onair_show: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The show the on-air stage airs: continued when it is the stream's current show, else started "
+        "now (kotae up/replay/demo --onair name a new one, --show ID continues one); unset: continue the current one. "
+        "What was verified before a show began never airs in it.",
+    )
+    onair_hold_max_age_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="While hold is on, an answer waiting for approval expires after this many seconds; 0: never.",
+    )
+    onair_superchat_repeat: Literal["thank", "again"] = Field(
+        default="thank",
+        description="A Super Chat whose question already aired: thank (a short thanks naming the viewer, "
+        "pointing to the answer) or again (air the answer again).",
+    )
     onair_lease_s: float = Field(
         default=5.0,
         ge=2,

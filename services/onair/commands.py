@@ -67,6 +67,27 @@ def check(command: str, target: str | None) -> None:
         raise OperatorError(f"{command} takes no argument")
 
 
+#: Commands about one queued comment: its id must be in the queue (``reject`` may also name what is on air).
+ABOUT_A_COMMENT = ("next", "approve", "reject")
+
+
+def check_queued(command: str, target: str | None, status: dict[str, Any] | None, stream_id: str) -> None:
+    """Refuse ``next``/``approve``/``reject`` of a comment that is not queued (as the status shows the queue)."""
+    if command not in ABOUT_A_COMMENT:
+        return
+    if status is None:
+        raise OperatorError(f"no on-air status for stream {stream_id!r}: is `kotae up --onair` running?")
+    queued = [item["comment_id"] for item in status.get("queue") or []]
+    on_air = (status.get("on_air") or {}).get("comment_id")
+    if target in queued or (command == "reject" and target == on_air):
+        return
+    listed = ", ".join(queued[:10]) + (" …" if len(queued) > 10 else "") if queued else "the queue is empty"
+    raise OperatorError(
+        f"{command} {target}: no answer to comment {target!r} is queued on stream {stream_id!r} "
+        f"(queued: {listed}); `kotae onair status` lists the queue"
+    )
+
+
 async def _status(js: Any, settings: Settings) -> dict[str, Any] | None:
     try:
         kv = await js.key_value(settings.onair_kv_bucket)
@@ -89,6 +110,7 @@ async def run_command(settings: Settings, command: str, target: str | None = Non
                     f"no on-air status for stream {settings.stream_id!r}: is `kotae up --onair` running?"
                 )
             return render_status(status)
+        check_queued(command, target, status, settings.stream_id)
         if command == "skip" and target is None and status and status.get("on_air"):
             target = status["on_air"]["comment_id"]  # skip exactly what the operator saw on air
         user = settings.nats_user or OPERATOR
@@ -109,6 +131,33 @@ async def run_command(settings: Settings, command: str, target: str | None = Non
         await nc.close()
 
 
+def _queued(item: dict[str, Any]) -> list[str]:
+    """One queue entry as the operator approves it: what the voice will say, what it cites, why it is here."""
+    paid = item.get("superchat")
+    tier = f"superchat {paid['amount']:g} {paid['currency']}" if paid else item["tier"]
+    waits = f" — {item['waits']}" if item.get("waits") else ""
+    approved = f" — approved by {item['approved_by']}" if item.get("approved_by") else ""
+    lines = [
+        f"  {item['rank']:>2}. {item['comment_id']:<12} {tier:<18} askers {item['askers']}  "
+        f"age {item['age_s']:.0f}s  by {item.get('author_name') or item['author']}{waits}{approved}",
+        f"        question {item.get('question') or '(withheld: ' + str(item.get('question_withheld')) + ')'}",
+        f"        says     {item.get('speech') or ''}",
+    ]
+    documents = item.get("documents") or []
+    if documents:
+        cited = "; ".join(
+            f"[{d['n']}] {d['title']}" + (f" (slide {d['slide']})" if d.get("slide") is not None else "")
+            for d in documents
+        )
+        lines.append(f"        cites    {cited}")
+    if item.get("slide") is not None:
+        lines.append(f"        slide    {item['slide']}")
+    lines.append(f"        verdict  {item.get('verdict_words') or '–'}")
+    if item.get("why"):
+        lines.append(f"        why      {item['why']}")
+    return lines
+
+
 def _age(at: str | None, now: datetime) -> str:
     if not at:
         return "?"
@@ -121,9 +170,13 @@ def render_status(status: dict[str, Any], now: datetime | None = None) -> str:
     mode = status.get("mode") or {}
     flags = [name for name in ("paused", "hold", "ended") if mode.get(name)] or ["airing"]
     speaker = status.get("replica") if status.get("speaking") else "nobody (the last speaker stopped)"
+    show = status.get("show") or {}
     lines = [
         f"stream {status.get('stream_id')}: {', '.join(flags)}; speaking: {speaker}; "
-        f"status updated {_age(status.get('updated_at'), now)}" + (f"; {status['http']}" if status.get("http") else "")
+        f"status updated {_age(status.get('updated_at'), now)}" + (f"; {status['http']}" if status.get("http") else ""),
+        f"show     {show['id']} (began {_age(show.get('started_at'), now)}; nothing verified before it airs)"
+        if show.get("id")
+        else "show     (none named)",
     ]
     on_air = status.get("on_air")
     if on_air:
@@ -136,13 +189,7 @@ def render_status(status: dict[str, Any], now: datetime | None = None) -> str:
     queue = status.get("queue") or []
     lines.append(f"queue    {len(queue)} waiting")
     for item in queue[:15]:
-        paid = item.get("superchat")
-        tier = f"superchat {paid['amount']:g} {paid['currency']}" if paid else item["tier"]
-        why = f" — {item['waits']}" if item.get("waits") else ""
-        lines.append(
-            f"  {item['rank']:>2}. {item['comment_id']:<12} {tier:<18} askers {item['askers']}  "
-            f"age {item['age_s']:.0f}s  by {item['author']}{why}"
-        )
+        lines += _queued(item)
     recent = status.get("recent") or []
     if recent:
         lines.append("recent")

@@ -61,6 +61,17 @@ def about(entry: Entry, event: str, **fields: Any) -> OnAirEventV1:
         verified_at=answer.created_at,
         trace_id=answer.trace_id,
     )
+    if entry.thanks is not None:
+        # A thanks names the viewer and never shows or reads their message; it cites nothing.
+        base.update(
+            kind="thanks",
+            question=None,
+            question_withheld="a thanks: the viewer's message is neither shown nor read",
+            answer=None,
+            citations=[],
+            slide=None,
+            credited_to=entry.thanks.credited_to,
+        )
     base.update(fields)
     return OnAirEventV1(**base)
 
@@ -124,6 +135,7 @@ class EventPublisher:
         tracer_provider: TracerProvider | None = None,
         applied: Callable[[OnAirEventV1], Any] | None = None,
         holds: Callable[[], bool] | None = None,
+        show: Callable[[], str | None] | None = None,
     ) -> None:
         self.broker = broker
         self.replica = replica
@@ -131,6 +143,8 @@ class EventPublisher:
         self.applied = applied
         #: Asked before each publish: an on-air process that is no longer sure of its lease says nothing.
         self.holds = holds
+        #: The show every event is stamped with (what a later show's processes leave aside).
+        self.show = show
         for outcome in FINAL:  # exported at 0, so the first of each is an increase() to Prometheus
             metrics.AIR_OUTCOMES.labels(outcome)
 
@@ -138,7 +152,9 @@ class EventPublisher:
         """Publish ``event``; None when this process may no longer speak (the lease is gone)."""
         if self.holds is not None and not self.holds():
             return None
-        event = event.model_copy(update={"replica": self.replica})
+        event = event.model_copy(
+            update={"replica": self.replica, "show_id": self.show() if self.show else event.show_id}
+        )
         parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else otel_context.get_current()
         token = otel_context.attach(parent)
         try:

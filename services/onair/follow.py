@@ -103,8 +103,8 @@ class Follower:
         if msg.subject == _DROPPED:
             if b'"merged_into":null' in msg.data:
                 return  # a dropped comment that credits nobody: nothing for the queue
-        elif msg.subject != _VERIFIED:
-            return
+        elif msg.subject != _VERIFIED and b'"superchat":null' in msg.data:
+            return  # only a Super Chat is aired (as a thanks) without a verified answer
         answer = AnswerV1.model_validate_json(msg.data)
         self.state.on_answer(answer, _seq(msg), (msg.headers or {}).get("traceparent"))
 

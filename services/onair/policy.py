@@ -14,14 +14,17 @@ them in the order they apply):
   ``repeat_s``: :func:`repeat_of` (credited to the one that aired, however old);
 * **expired** — older than ``max_age_s`` when its turn comes (age counts from
   when ingest received the comment, so a replayed chat is judged by its
-  replay): :func:`expired`;
+  replay; while hold is on, ``hold_max_age_s``, by default never: an answer
+  waiting for the operator's approval does not run out): :func:`expired`;
 * **viewer cooldown** — a viewer answered within ``cooldown_s`` waits behind
   everyone else who is waiting, unless it is a Super Chat: :func:`cooling`;
 * **shed** — a backlog longer than ``max_queue`` loses its lowest-ranked
   entries: :func:`to_shed`.
 
 An operator's ``next`` puts an entry above every rank (and past the cooldown);
-the others rules still apply to it.
+the others rules still apply to it. A Super Chat is never merely ``already
+aired``: it airs as a thanks (:mod:`kotae.services.onair.thanks`), or its answer
+airs again (``superchat_repeat``), and a thanks is no repeat of anything.
 
 Withdrawals (a deleted comment, a banned or blocked viewer, a superseded
 document, an operator's rejection) are the state's business
@@ -37,6 +40,7 @@ from typing import Any
 
 from kotae.contracts import AnswerV1, Asker, SuperChat
 from kotae.contracts.v1 import Tier
+from kotae.services.onair.thanks import Thanks
 
 TIER_RANK: dict[str, int] = {"superchat": 2, "member": 1, "everyone": 0}
 
@@ -51,6 +55,8 @@ class Policy:
     repeat_s: float = 600.0
     repeat_similarity: float = 0.6
     rates: Mapping[str, float] = field(default_factory=lambda: {"JPY": 1.0})
+    hold_max_age_s: float = 0.0  # while hold is on; 0: an answer waiting for approval never expires
+    superchat_repeat: str = "thank"  # a Super Chat whose question aired: "thank" the viewer, or air it "again"
 
     @classmethod
     def from_settings(cls, settings: Any) -> Policy:
@@ -61,7 +67,15 @@ class Policy:
             repeat_s=settings.onair_repeat_s,
             repeat_similarity=settings.onair_repeat_similarity,
             rates=dict(settings.onair_currency_rates),
+            hold_max_age_s=settings.onair_hold_max_age_s,
+            superchat_repeat=settings.onair_superchat_repeat,
         )
+
+    def max_age(self, hold: bool) -> float | None:
+        """The age limit now: ``max_age_s``, or while hold is on ``hold_max_age_s`` (None: no limit)."""
+        if not hold:
+            return self.max_age_s
+        return self.hold_max_age_s or None
 
     def yen(self, superchat: SuperChat | None) -> float:
         """A Super Chat's amount in yen (0 for a currency without a rate: it still ranks as a Super Chat)."""
@@ -83,6 +97,7 @@ class Entry:
     queued: bool = False  # a `queued` event about it is stored
     approved_by: str | None = None  # hold mode: who let it air
     next_rank: int = 0  # an operator's "air next": above 0 it goes first, the latest such command first
+    thanks: Thanks | None = None  # a Super Chat that airs as a thanks instead of its answer
 
     @property
     def key(self) -> str:
@@ -144,12 +159,18 @@ def ranked(entries: Iterable[Entry], policy: Policy) -> list[Entry]:
     return sorted(entries, key=lambda e: (-e.next_rank, rank_key(e, policy)))
 
 
-def expired(entry: Entry, now: datetime, policy: Policy) -> str | None:
-    """Why ``entry`` is too old to air now, or None."""
+def expired(entry: Entry, now: datetime, policy: Policy, *, hold: bool = False) -> str | None:
+    """Why ``entry`` is too old to air now, or None (``hold``: hold mode is on)."""
+    limit = policy.max_age(hold)
     age = entry.age_s(now)
-    if age > policy.max_age_s:
-        return f"older than {policy.max_age_s:g} s when its turn came ({age:.0f} s since the comment arrived)"
+    if limit is not None and age > limit:
+        return f"older than {limit:g} s when its turn came ({age:.0f} s since the comment arrived)"
     return None
+
+
+def thanked_instead(entry: Entry, policy: Policy) -> bool:
+    """Whether ``entry``, a repeat of what aired, airs as a thanks rather than ending ``already_aired``."""
+    return entry.superchat is not None and policy.superchat_repeat == "thank"
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
@@ -161,7 +182,9 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
 
 def repeat_of(entry: Entry, aired: Sequence[Aired], now: datetime, policy: Policy) -> tuple[Aired, str] | None:
     """The airing within ``repeat_s`` that ``entry`` repeats, and how, or None."""
-    if policy.repeat_s <= 0:
+    if policy.repeat_s <= 0 or entry.thanks is not None:
+        return None  # a thanks answers nothing, so it repeats nothing
+    if entry.superchat is not None and policy.superchat_repeat == "again":
         return None
     for past in reversed(aired):  # the most recent first
         if (now - past.at).total_seconds() > policy.repeat_s or past.comment_id == entry.comment_id:
@@ -188,7 +211,9 @@ def to_shed(entries: Iterable[Entry], policy: Policy) -> list[tuple[Entry, int]]
     return [(entry, rank) for rank, entry in enumerate(order, 1) if rank > policy.max_queue]
 
 
-def ended(entry: Entry, aired: Sequence[Aired], now: datetime, policy: Policy) -> tuple[str, str, str | None] | None:
+def ended(
+    entry: Entry, aired: Sequence[Aired], now: datetime, policy: Policy, *, hold: bool = False
+) -> tuple[str, str, str | None] | None:
     """(outcome, reason, credited comment) when ``entry`` can never air: a repeat of what aired (credited to
     it, however old the entry), or too old."""
     repeat = repeat_of(entry, aired, now, policy)
@@ -196,7 +221,7 @@ def ended(entry: Entry, aired: Sequence[Aired], now: datetime, policy: Policy) -
         past, how = repeat
         ago = (now - past.at).total_seconds()
         return "already_aired", f"{how} to {past.comment_id}'s, aired {ago:.0f} s ago", past.comment_id
-    reason = expired(entry, now, policy)
+    reason = expired(entry, now, policy, hold=hold)
     if reason:
         return "expired", reason, None
     return None
@@ -236,7 +261,7 @@ def choose(
         if repeat:
             repeats.append((entry, *repeat))
             continue
-        reason = expired(entry, now, policy)
+        reason = expired(entry, now, policy, hold=hold)
         if reason:
             old.append((entry, reason))
             continue

@@ -9,6 +9,7 @@ current:
 | key | what | written |
 |---|---|---|
 | ``lease.<stream>`` | who speaks (per-message TTL) | by the speaker, every third of the TTL |
+| ``show.<stream>`` | the current show: its id and when it began (:mod:`kotae.services.onair.shows`) | when a process starts a show |
 | ``session.<stream>`` | pause, hold, ended, blocked viewers, approvals, FAQ aired, last command included | when it changes |
 | ``progress.<stream>`` | when the oldest answer still waiting was verified (a rebuild reads from there) | every few seconds |
 | ``status.<stream>`` | what ``kotae onair status`` prints | at most twice a second, on change |
@@ -36,9 +37,12 @@ from kotae.services.onair.knowledge import KnowledgeView
 from kotae.services.onair.lease import Lease, key_for
 from kotae.services.onair.pages import Pages, add_pages
 from kotae.services.onair.policy import Policy
+from kotae.services.onair.shows import establish
 from kotae.services.onair.speaker import Speaker
 from kotae.services.onair.speech import Synthesizer, voice_from_settings
+from kotae.services.onair.spoken import SpokenText
 from kotae.services.onair.state import OnAirState, Session, now_utc
+from kotae.services.onair.thanks import ThanksWords
 from kotae.services.onair.web import ROUTES, AudioShelf, EventFeed, OnAirWeb, Site
 from kotae.settings import Settings
 from kotae.stage import ServiceContext
@@ -85,7 +89,8 @@ class OnAirProcess:
         self.ctx = ctx
         self.replica = replica_name()
         self.stream_id = settings.stream_id
-        self.state = OnAirState(self.stream_id, Policy.from_settings(settings))
+        spoken = SpokenText(read_question=settings.onair_read_question, thanks=ThanksWords.from_settings(settings))
+        self.state = OnAirState(self.stream_id, Policy.from_settings(settings), spoken=spoken)
         self.feed = EventFeed()
         self.audio = AudioShelf(settings.onair_audio_kept)
         self.follower = Follower(self.state, on_event=self.feed.add)
@@ -101,6 +106,10 @@ class OnAirProcess:
         session = Session.from_json(await read_key(kv, key_for("session", self.stream_id)))
         self.state.restore(session)
         since = now_utc() - timedelta(seconds=self.state.window_s)
+        show, new = await establish(kv, key_for("show", self.stream_id), settings.onair_show, first_since=since)
+        self.state.begin_show(show, new=new)
+        if new:  # a standby starting after this reads the new show's session, not the last one's
+            await kv.put(key_for("session", self.stream_id), self.state.session.to_json())
         progress = await read_key(kv, key_for("progress", self.stream_id))
         if progress:
             with contextlib.suppress(ValueError, KeyError):
@@ -117,6 +126,7 @@ class OnAirProcess:
             tracer_provider=self.ctx.tracer_provider,
             applied=self.state.on_event,
             holds=lambda: lease.held,
+            show=lambda: self.state.show.id if self.state.show else None,
         )
         speaker = Speaker(self.state, publisher, speech, lambda: lease.held, self.kb, self.audio, settings)
         log.info("onair.following", replica=self.replica, stream_id=self.stream_id, since=since.isoformat())

@@ -38,16 +38,15 @@ from typing import Any
 import structlog
 
 from kotae import metrics
-from kotae.citations import strip_markers
 from kotae.contracts import OnAirEventV1
 from kotae.contracts.v1 import Lang
-from kotae.knowledge.records import KBRecord, detect_lang
+from kotae.knowledge.records import KBRecord
 from kotae.services.onair.events import EventPublisher, about, about_faq
 from kotae.services.onair.knowledge import KnowledgeView
-from kotae.services.onair.policy import Entry, Policy, choose, ended, to_shed
-from kotae.services.onair.question import shown_question
+from kotae.services.onair.policy import Aired, Entry, Policy, choose, ended, thanked_instead, to_shed
 from kotae.services.onair.speech import Audio, Synthesizer, VoiceFailed, speech_text
 from kotae.services.onair.state import OnAir, OnAirState, now_utc
+from kotae.services.onair.thanks import Thanks
 from kotae.services.onair.web import AudioShelf
 
 log = structlog.get_logger("kotae.onair")
@@ -119,7 +118,6 @@ class Speaker:
         self.speech_dir: Path | None = settings.onair_speech_dir  # type: ignore[attr-defined]
         self.faq_kb: str = settings.kb_for(state.stream_id)  # type: ignore[attr-defined]
         self._prepared: set[str] = set()
-        self._texts: dict[str, tuple[str, Lang]] = {}
         self._waiting_at_finish = False
 
     # --- the loop -----------------------------------------------------------------
@@ -131,21 +129,24 @@ class Speaker:
         """Speak until ``stop`` is set or the lease is lost."""
         log.info("onair.speaking", stream_id=self.state.stream_id)
         while self._may_speak(stop):
+            seen = self.state.version  # a change during what follows ends the wait below at once
             await self.settle()
             if self.state.on_air is not None:
                 await self._take_over(self.state.on_air, stop)
                 continue
             if await self._turn(stop):
                 continue
-            await self.state.wait_changed(self._quiet_for())
+            await self.state.wait_changed(self._quiet_for(), since=seen)
         log.info("onair.silent", stream_id=self.state.stream_id, stopping=stop.is_set())
 
     def _quiet_for(self) -> float:
         """How long nothing can happen unless something changes: until the next expiry, cooldown or idle FAQ."""
         now = self.clock()
         waits = [1.0]
+        max_age = self.policy.max_age(self.state.session.hold)
         for entry in self.state.entries.values():
-            waits.append(self.policy.max_age_s - entry.age_s(now) + 0.05)
+            if max_age is not None:
+                waits.append(max_age - entry.age_s(now) + 0.05)
         if self.state.idle_since is not None and self.idle_s > 0:
             waits.append(self.idle_s - (now - self.state.idle_since).total_seconds())
         return max(0.05, min(waits))
@@ -166,20 +167,12 @@ class Speaker:
             if withdrawn or superseded:
                 reason, by = withdrawn or (superseded, None)
                 await self._final(entry, "withdrawn", reason=reason, by=by)
-        now = self.clock()
-        aired = state.recent_aired(now)
         resuming = state.on_air.key if state.on_air is not None else None  # a takeover airing it again
-        for entry in state.waiting():  # what can never air makes no room in the backlog
-            if entry.key == resuming:
-                continue
-            over = ended(entry, aired, now, self.policy)
-            if over:
-                outcome, reason, credited = over
-                await self._final(entry, outcome, reason=reason, credited_to=credited)
+        await self._end_what_cannot_air(resuming)
         order = state.waiting()
         for position, entry in enumerate(order, 1):
             if not entry.queued:
-                queued = about(entry, "queued", queue_position=position, queue_length=len(order))
+                queued = self._about(entry, "queued", queue_position=position, queue_length=len(order))
                 if await self.publisher.publish(queued, entry.traceparent) is None:
                     return
         for entry, rank in to_shed((e for e in state.entries.values() if e.key != resuming), self.policy):
@@ -188,30 +181,44 @@ class Speaker:
         metrics.ONAIR_HELD.set(int(session.paused or session.hold or session.ended))
         await self._presynthesize()
 
+    async def _end_what_cannot_air(self, resuming: str | None) -> None:
+        """Repeats and expired answers end before the backlog is counted: they make no room in it."""
+        now = self.clock()
+        aired = self.state.recent_aired(now)
+        for entry in self.state.waiting():
+            if entry.key == resuming:
+                continue
+            over = ended(entry, aired, now, self.policy, hold=self.state.session.hold)
+            if over and over[0] == "already_aired" and thanked_instead(entry, self.policy):
+                self._thank_instead(entry, over[1], over[2])
+            elif over:
+                outcome, reason, credited = over
+                await self._final(entry, outcome, reason=reason, credited_to=credited)
+
     async def _final(self, entry: Entry, outcome: str, **fields: object) -> bool:
         """Publish ``entry``'s final outcome and drop its speech; False when the lease is gone."""
-        published = await self.publisher.publish(about(entry, outcome, **fields), entry.traceparent)
+        published = await self.publisher.publish(self._about(entry, outcome, **fields), entry.traceparent)
         self._forget(entry.key)
         if published is not None:
             log.info("onair.outcome", comment_id=entry.comment_id, outcome=outcome, reason=fields.get("reason"))
         return published is not None
 
     def _speech_of(self, entry: Entry) -> tuple[str, Lang]:
-        known = self._texts.get(entry.key)
-        if known is not None:
-            return known
-        comment = entry.answer.comment
-        said = entry.answer.answer or entry.answer.speech or ""
-        # An English question answered offline by quoting Japanese evidence is spoken by the Japanese
-        # voice; the question is then not read out (one voice, one language per answer).
-        lang: Lang = detect_lang(strip_markers(said)) if said else comment.lang
-        text = speech_text(said, lang)
-        if self.read_question and lang == comment.lang:
-            question, _ = shown_question(comment)
-            if question:
-                text = speech_text(question, lang).rstrip("。.?？ ") + _QUESTION_JOIN[lang] + text
-        self._texts[entry.key] = (text, lang)
-        return text, lang
+        """What the voice says for ``entry``: the same text the approval view shows (``state.spoken``)."""
+        return self.state.spoken(entry)
+
+    def _about(self, entry: Entry, event: str, **fields: object) -> OnAirEventV1:
+        """An event about ``entry``; a thanks shows the line it says (it has no answer of its own to show)."""
+        if entry.thanks is not None:
+            fields.setdefault("answer", self._speech_of(entry)[0])
+        return about(entry, event, **fields)
+
+    def _thank_instead(self, entry: Entry, reason: str, credited_to: str | None) -> None:
+        """A Super Chat whose question aired already stays in the queue, to air as a thanks."""
+        entry.thanks = Thanks(f"its question was answered already: {reason}", credited_to)
+        self._forget(entry.key)  # the answer's speech, if it was prepared, is not what airs now
+        log.info("onair.thanks_instead", comment_id=entry.comment_id, credited_to=credited_to)
+        self.state.touch()
 
     async def _presynthesize(self) -> None:
         """Keep the next ``KOTAE_ONAIR_PRESYNTH`` answers that may air synthesised; drop what left the queue."""
@@ -237,7 +244,6 @@ class Speaker:
     def _forget(self, key: str) -> None:
         self.speech.forget(key)
         self._prepared.discard(key)
-        self._texts.pop(key, None)
 
     # --- 2. choose --------------------------------------------------------------------
 
@@ -257,6 +263,9 @@ class Speaker:
         )
         for entry, past, how in choice.repeats:
             ago = (now - past.at).total_seconds()
+            if thanked_instead(entry, self.policy):
+                self._thank_instead(entry, _repeat_reason(how, past, ago), past.comment_id)
+                continue
             await self._final(
                 entry,
                 "already_aired",
@@ -349,15 +358,14 @@ class Speaker:
             return
         now = self.clock()
         stop_now = self._stop_reason(entry)
-        too_old = self.policy.max_age_s < entry.age_s(now) and attempt == 1
+        max_age = self.policy.max_age(self.state.session.hold)
+        too_old = max_age is not None and max_age < entry.age_s(now) and attempt == 1
         if stop_now or too_old:
             if stop_now:
                 outcome, reason, by = stop_now
                 await self._final(entry, outcome, reason=reason, by=by)
             else:
-                await self._final(
-                    entry, "expired", reason=f"older than {self.policy.max_age_s:g} s by the time it was ready"
-                )
+                await self._final(entry, "expired", reason=f"older than {max_age:g} s by the time it was ready")
             return
         text, lang = self._speech_of(entry)
         length_ms = audio.duration_ms if audio else text_only_ms(entry.answer.answer or text, lang)
@@ -365,7 +373,7 @@ class Speaker:
         if audio is not None:
             self.audio.put(aid, audio)
             self._write_wav(entry.comment_id, attempt, audio, now)
-        started = about(
+        started = self._about(
             entry,
             "started",
             **on_air(text, now, length_ms, audio, aid, voice_failed),
@@ -392,11 +400,14 @@ class Speaker:
             attempt=started.attempt,
             resumed=started.resumed,
         )
+        seen = self.state.version
         while True:
             left = (started.ends_at - self.clock()).total_seconds()
             if left <= 0:
                 break
-            await self.state.wait_changed(min(left, 0.5))
+            # A skip or a withdrawal wakes it at once; 0.5 s at most, as the lease's trust runs out with time.
+            await self.state.wait_changed(min(left, 0.5), since=seen)
+            seen = self.state.version
             if not self.holds():
                 log.warning("onair.cut_off", comment_id=entry.comment_id, reason="the lease is no longer certain")
                 return
@@ -427,6 +438,7 @@ class Speaker:
         ready: a takeover then says it at once instead of waiting for the voice. It costs one synthesis
         per airing (the one that is next is the one that airs, unless the queue changes meanwhile)."""
         while not until.is_set():
+            seen = self.state.version  # what changes while the speech is prepared is not missed
             wanted: dict[str, Entry] = {}
             on_air = self.state.on_air
             if on_air is not None and on_air.entry is not None:
@@ -444,7 +456,7 @@ class Speaker:
                     await self.speech.prepare(key, text, lang)
                     self._prepared.add(key)
             waiter = asyncio.ensure_future(until.wait())
-            changed = asyncio.ensure_future(self.state.wait_changed(5.0))
+            changed = asyncio.ensure_future(self.state.wait_changed(5.0, since=seen))
             await asyncio.wait({waiter, changed}, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             changed.cancel()
@@ -508,8 +520,10 @@ class Speaker:
         started = about_faq(record, self.state.stream_id, "started", **on_air(text, now, length_ms, audio, aid, failed))
         if await self.publisher.publish(started) is None:
             return
+        seen = self.state.version
         while (left := (started.ends_at - self.clock()).total_seconds()) > 0:  # type: ignore[operator]
-            await self.state.wait_changed(min(left, 0.5))
+            await self.state.wait_changed(min(left, 0.5), since=seen)  # 0.5 s at most: the lease's trust
+            seen = self.state.version
             if not self.holds():
                 return
             if self.state.skip_requested and self.state.skip_requested[0] == key:
@@ -521,6 +535,10 @@ class Speaker:
     async def _faq_final(self, started: OnAirEventV1, outcome: str, *, reason: str | None) -> None:
         final = started.model_copy(update={"event": outcome, "reason": reason, "message_id": _new_id()})
         await self.publisher.publish(final.model_copy(update={"created_at": self.clock()}))
+
+
+def _repeat_reason(how: str, past: Aired, ago: float) -> str:
+    return f"{how} to {past.comment_id}'s, aired {ago:.0f} s ago"
 
 
 def _carried(started: OnAirEventV1) -> dict[str, object]:

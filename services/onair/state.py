@@ -12,6 +12,10 @@ Operator state that outlives the rebuild window (pause, hold, the end of the
 stream, blocked viewers, approvals, the FAQ already aired) is a :class:`Session`,
 which the speaker keeps in the stage's key-value bucket with the sequence of the
 last command it includes.
+
+All of it belongs to a :class:`Show`: an answer verified (or a comment received)
+before the show began, an on-air event or a command sent before it, is of an
+earlier show (a rehearsal, yesterday's stream) and never airs or applies in it.
 """
 
 from __future__ import annotations
@@ -29,8 +33,12 @@ import structlog
 from kotae.citations import strip_markers
 from kotae.contracts import AnswerV1, Asker, ControlV1, ModerationV1, OnAirEventV1, subjects
 from kotae.knowledge.text import normalize, search_tokens
+from kotae.services.onair.placement import placement, verdict_words
 from kotae.services.onair.policy import Aired, Entry, Policy, cooling, rank_key, ranked
 from kotae.services.onair.question import shown_question
+from kotae.services.onair.shows import Show
+from kotae.services.onair.spoken import SpokenText
+from kotae.services.onair.thanks import THANKED_OUTCOMES, Thanks, ThanksWords
 
 log = structlog.get_logger("kotae.onair")
 
@@ -50,6 +58,10 @@ def now_utc() -> datetime:
 def spoken_form(answer: AnswerV1) -> str:
     """An answer's words as they would be said, normalised: equal for the same reply whatever its markers."""
     return normalize(answer.speech or strip_markers(answer.answer or "")).replace(" ", "")
+
+
+#: Commands that outlive a show: a blocked viewer stays blocked, and hold stays as the operator set it.
+_KEPT_ACROSS_SHOWS = frozenset({"block", "hold"})
 
 
 @dataclass
@@ -110,11 +122,21 @@ class OnAirState:
     """
 
     def __init__(
-        self, stream_id: str, policy: Policy, *, clock: Callable[[], datetime] = now_utc, window_s: float | None = None
+        self,
+        stream_id: str,
+        policy: Policy,
+        *,
+        clock: Callable[[], datetime] = now_utc,
+        window_s: float | None = None,
+        spoken: SpokenText | None = None,
     ) -> None:
         self.stream_id = stream_id
         self.policy = policy
         self.clock = clock
+        #: What the voice will say for an entry (the speaker's text, shown for approval).
+        self.spoken = spoken or SpokenText(read_question=False, thanks=ThanksWords.load())
+        #: The show on air; None until the process names it (then nothing of an earlier show applies).
+        self.show: Show | None = None
         #: How long finals, withdrawals and airings are remembered (what a rebuild reads back).
         self.window_s = window_s or max(policy.max_age_s, policy.repeat_s, policy.cooldown_s) + 60.0
         self.entries: dict[str, Entry] = {}
@@ -136,7 +158,19 @@ class OnAirState:
         self._applied: OrderedDict[str, None] = OrderedDict()
         self._by_comment: dict[str, str] = {}
         self.version = 0
-        self.changed = asyncio.Event()
+        self._next_change = asyncio.Event()  # set by the change that ends the current version
+
+    def begin_show(self, show: Show, *, new: bool) -> None:
+        """Air ``show`` from now on; a ``new`` one starts with a fresh session (blocked viewers and hold kept)."""
+        self.show = show
+        if new:
+            old = self.session
+            self.session = Session(hold=old.hold, blocked=dict(old.blocked), control_seq=old.control_seq)
+        log.info("onair.show", show_id=show.id, started_at=show.started_at.isoformat(), new=new)
+        self._changed()
+
+    def of_this_show(self, at: datetime | None) -> bool:
+        return self.show is None or self.show.has(at)
 
     # --- inputs -------------------------------------------------------------------
 
@@ -147,8 +181,13 @@ class OnAirState:
         if answer.outcome == "dropped" and answer.merged_into:
             self._credit(answer.merged_into, _asker(answer))
             return None
+        thanks = None
         if answer.outcome != "verified":
-            return None
+            if answer.comment.superchat is None or answer.outcome not in THANKED_OUTCOMES:
+                return None
+            thanks = Thanks(f"{answer.outcome}: a Super Chat is thanked when it is not answered")
+        if not (self.of_this_show(answer.created_at) and self.of_this_show(answer.comment.created_at)):
+            return None  # verified before this show began: it belonged to an earlier one
         key = answer.message_id
         if key in self.finals or key in self.entries:
             return None
@@ -160,6 +199,7 @@ class OnAirState:
             traceparent=traceparent,
             askers=[_asker(answer), *self.merged.get(answer.comment_id, [])],
             queued=key in self.queued_keys,
+            thanks=thanks,
         )
         self._by_comment[answer.comment_id] = key
         if self.on_air is not None and self.on_air.key == key:
@@ -209,6 +249,8 @@ class OnAirState:
         if seq and seq <= self.session.control_seq:
             return  # already in the session this process started from
         self.session.control_seq = max(self.session.control_seq, seq)
+        if command.command not in _KEPT_ACROSS_SHOWS and not self.of_this_show(command.created_at):
+            return  # sent to an earlier show
         session = self.session
         name, target = command.command, command.target
         if name == "skip":
@@ -264,6 +306,8 @@ class OnAirState:
         """What the speaker did (this process, or another). False when it was applied already."""
         if event.message_id in self._applied or event.stream_id != self.stream_id:
             return False
+        if not self._of_this_show_event(event):
+            return False  # what an earlier show did
         self._applied[event.message_id] = None
         while len(self._applied) > _APPLIED_KEPT:
             self._applied.popitem(last=False)
@@ -279,15 +323,26 @@ class OnAirState:
         self._changed()
         return True
 
+    def _of_this_show_event(self, event: OnAirEventV1) -> bool:
+        if self.show is None:
+            return True
+        if event.show_id is not None and event.show_id != self.show.id:
+            return False
+        return self.of_this_show(event.created_at)
+
     def _started(self, key: str, event: OnAirEventV1) -> None:
         self.starts[key] = max(self.starts.get(key, 0), event.attempt)
         entry = self.entries.pop(key, None)
         if entry is None and self.on_air is not None and self.on_air.key == key:
             entry = self.on_air.entry
+        if entry is not None and event.kind == "thanks" and entry.thanks is None:
+            entry.thanks = Thanks(event.reason or "thanked", event.credited_to)  # what a standby rebuilds
         self.on_air = OnAir(key, event, entry, event.attempt)
         at = event.started_at or event.created_at
         tokens = entry.tokens if entry else frozenset(search_tokens(event.question or ""))
         spoken = entry.spoken if entry else normalize(event.speech or "").replace(" ", "")
+        if event.kind == "thanks":
+            tokens, spoken = frozenset(), ""  # a thanks answered nothing: no later question repeats it
         self.aired.append(Aired(event.comment_id, event.author, tokens, spoken, at))
         if event.author:
             self.last_aired[event.author] = at
@@ -366,6 +421,10 @@ class OnAirState:
             self.merged.pop(cid, None)
             self._merged_at.pop(cid, None)
 
+    def touch(self) -> None:
+        """Something about an entry changed outside the inputs (the speaker made it a thanks)."""
+        self._changed()
+
     def _changed(self) -> None:
         self.version += 1
         now = self.clock()
@@ -373,15 +432,31 @@ class OnAirState:
             self.idle_since = self.idle_since or now
         else:
             self.idle_since = None
-        self.changed.set()
+        # Wake whoever waits on the version that just ended; the new version gets an event of its own.
+        # An event that is never cleared cannot lose a change made between a check and a wait.
+        self._next_change.set()
+        self._next_change = asyncio.Event()
 
-    async def wait_changed(self, timeout: float) -> bool:
-        """Wait until something changes or ``timeout`` passes; True when something changed."""
+    async def wait_changed(self, timeout: float, since: int | None = None) -> bool:
+        """Wait until the state is newer than version ``since`` or ``timeout`` passes; True when it is.
+
+        Read ``state.version`` before the work whose outcome may depend on a change, then pass it
+        here: a change made during that work (during any await in it) returns at once instead of
+        being noticed when the timeout ends. ``since=None`` waits for the next change from now.
+
+        Example::
+
+            seen = state.version
+            await settle()                          # publishes, awaits: events may arrive meanwhile
+            await state.wait_changed(5.0, since=seen)
+        """
+        if since is not None and self.version != since:
+            return True
         if timeout <= 0:
             return False
-        self.changed.clear()
+        change = self._next_change  # the version's event, taken with no await since the check above
         try:
-            await asyncio.wait_for(self.changed.wait(), timeout)
+            await asyncio.wait_for(change.wait(), timeout)
         except TimeoutError:
             return False
         return True
@@ -412,8 +487,10 @@ class OnAirState:
                 "resumed": ev.resumed,
             }
         queue = []
+        previous: Entry | None = None
         for rank, entry in enumerate(self.waiting(), 1):
             question, withheld = shown_question(entry.answer.comment)
+            speech, lang = self.spoken(entry)
             if entry.next_rank:
                 waits = f"air next (by {session.next_up.get(entry.comment_id)})"
             elif session.hold and self.approved(entry) is None:
@@ -434,16 +511,25 @@ class OnAirState:
                     "age_s": round(entry.age_s(now), 1),
                     "score": [-x if isinstance(x, int | float) else str(x) for x in rank_key(entry, self.policy)[:3]],
                     "verdict": entry.answer.verdict,
+                    "verdict_words": verdict_words(entry),
                     "citations": [c.doc_id for c in entry.answer.citations],
+                    "documents": _documents(entry),
+                    "slide": None if entry.thanks else entry.answer.slide,
                     "question": question,
                     "question_withheld": withheld,
                     "answer": entry.answer.answer,
+                    "kind": "thanks" if entry.thanks else "answer",
+                    "speech": speech,
+                    "lang": lang,
                     "approved_by": self.approved(entry),
                     "waits": waits,
+                    "why": placement(entry, previous, self.policy, now),
                 }
             )
+            previous = entry
         return {
             "stream_id": self.stream_id,
+            "show": {"id": self.show.id, "started_at": _iso(self.show.started_at)} if self.show else None,
             "mode": {"paused": session.paused, "hold": session.hold, "ended": session.ended},
             "on_air": on_air,
             "queue": queue,
@@ -459,6 +545,23 @@ class OnAirState:
 def key_of(event: OnAirEventV1) -> str:
     """The entry an event is about: its answer's message id, or the FAQ's comment id."""
     return event.answer_message_id or event.comment_id
+
+
+def _documents(entry: Entry) -> list[dict[str, Any]]:
+    """The documents an entry cites, by title (the record id where the evidence has none), each once."""
+    if entry.thanks is not None:
+        return []
+    titles = {doc.doc_id: doc.title for doc in entry.answer.docs if doc.title}
+    seen: dict[str, dict[str, Any]] = {}
+    for citation in entry.answer.citations:
+        if citation.doc_id not in seen:
+            seen[citation.doc_id] = {
+                "n": citation.n,
+                "doc_id": citation.doc_id,
+                "title": titles.get(citation.doc_id) or citation.doc_id,
+                "slide": citation.slide,
+            }
+    return list(seen.values())
 
 
 def _asker(answer: AnswerV1) -> Asker:

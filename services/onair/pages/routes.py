@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import structlog
 from aiohttp import web
 
-from kotae.services.onair.commands import OperatorError
+from kotae.services.onair.commands import OperatorError, check_queued
 from kotae.services.onair.pages.console import parse_action
 from kotae.services.onair.pages.context import Pages
 
@@ -200,10 +200,21 @@ class PageRoutes:
             )
         try:
             name, target = parse_action(await request.json())
+            self._check_queued(name, target)
             seq = await self.pages.commands().send(name, target, remote=_remote(request))
         except (ValueError, OperatorError) as exc:
             return _json({"error": str(exc)}, 400)
         return _json({"ok": True, "command": name, "target": target, "seq": seq, "sent_as": self.pages.user})
+
+    def _check_queued(self, name: str, target: str | None) -> None:
+        """Refuse air-next, approve or reject of a comment that is not in this process's queue."""
+        state = self.site.state
+        on_air = state.on_air.event.comment_id if state.on_air is not None else None
+        status = {
+            "queue": [{"comment_id": entry.comment_id} for entry in state.entries.values()],
+            "on_air": {"comment_id": on_air} if on_air else None,
+        }
+        check_queued(name, target, status, state.stream_id)
 
     async def slide(self, request: web.Request) -> web.StreamResponse:
         found = self.pages.slides.image_file(request.match_info["kb"], request.match_info["record"])

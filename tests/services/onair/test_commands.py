@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kotae.services.onair.commands import OperatorError, check, operator_settings, render_status
+from kotae.services.onair.commands import OperatorError, check, check_queued, operator_settings, render_status
 from kotae.services.onair.policy import Policy
 from kotae.services.onair.state import OnAirState
 from kotae.settings import load_settings
@@ -53,3 +53,28 @@ def test_the_status_shows_the_mode_the_queue_with_why_and_who_speaks() -> None:
     assert "on air   (nothing)" in text and "queue    2 waiting" in text
     first = next(line for line in text.splitlines() if " 1. c1" in line)
     assert "superchat 1000 JPY" in first and "hold: waiting for approval" in first
+
+
+def test_approve_reject_or_next_of_a_comment_that_is_not_queued_is_refused() -> None:
+    state = OnAirState("s", Policy(), clock=lambda: ONAIR_AT)
+    state.on_answer(verified_answer("c1", author="a", stream_id="s"), seq=1)
+    status = state.snapshot()
+    for command in ("approve", "reject", "next"):
+        with pytest.raises(OperatorError, match=r"no answer to comment 'c9' is queued on stream 's' \(queued: c1\)"):
+            check_queued(command, "c9", status, "s")
+        check_queued(command, "c1", status, "s")  # queued: sent
+    with pytest.raises(OperatorError, match="is `kotae up --onair` running"):
+        check_queued("approve", "c1", None, "s")
+
+
+def test_the_status_shows_what_will_be_said_what_it_cites_the_verdict_and_why_it_is_there() -> None:
+    state = OnAirState("s", Policy(), clock=lambda: ONAIR_AT)
+    state.on_answer(verified_answer("c1", author="a", stream_id="s", superchat=(1000, "JPY")), seq=1)
+    state.on_answer(verified_answer("c2", "バス代は？", author="b", stream_id="s"), seq=2)
+    text = render_status({**state.snapshot(), "replica": "host:1", "speaking": True}, now=datetime.now(UTC))
+    says = [line for line in text.splitlines() if line.strip().startswith("says")]
+    assert len(says) == 2 and all("[1]" not in line and "上限" in line for line in says)
+    assert "cites    [1] 子育て支援：保育料と待機児童ゼロ (slide 4)" in text
+    assert "verdict  supported: the check found nothing against the documents" in text
+    assert "why      first: a Super Chat of 1000 JPY" in text
+    assert "why      after c1: a viewer ranks below a Super Chat of 1000 JPY" in text

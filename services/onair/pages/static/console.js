@@ -53,7 +53,14 @@
   // The queue's rank key, best first: tier (2 Super Chat, 1 member, 0 everyone), the Super Chat in yen, askers.
   function scoreText(score) {
     const [tier, yen, askers] = score || [];
-    return `tier ${tier} · ¥${yen} · ${askers} asked`;
+    return `rank key: tier ${tier} · ¥${yen} · ${askers} asked (then age)`;
+  }
+
+  // What the answer cites, by title, and the slide it shows: what the operator approves along with the words.
+  function citedText(item) {
+    const docs = (item.documents || []).map((d) => `[${d.n}] ${d.title}` + (d.slide != null ? ` (slide ${d.slide})` : ""));
+    if (item.slide != null) docs.push(`slide ${item.slide}`);
+    return docs.length ? docs.join(" · ") : (item.kind === "thanks" ? "(a thanks cites nothing)" : "–");
   }
 
   function renderOnAir(air) {
@@ -83,13 +90,16 @@
     $("queue").replaceChildren(...queue.map((item) => el("tr", { "data-testid": "queue-item", "data-comment-id": item.comment_id },
       el("td", {}, String(item.rank)),
       el("td", {}, item.comment_id),
-      el("td", {}, item.author_name || item.author || "(no name)", el("span", { class: "q-text" }, item.question || "(question withheld)")),
+      el("td", {}, item.author_name || item.author || "(no name)",
+        el("span", { class: "q-text" }, item.question || "(question withheld)"),
+        el("span", { class: "says", "data-testid": "queue-speech", title: "what the voice will say, as it will say it" },
+          (item.kind === "thanks" ? "thanks: " : "says: ") + (item.speech || ""))),
       el("td", { class: `tier-${item.tier}` }, tierText(item)),
       el("td", {}, String(item.askers)),
       el("td", {}, `${Math.round(item.age_s)} s`),
-      el("td", { title: "rank key: tier, Super Chat in yen, askers (then age)" }, scoreText(item.score)),
-      el("td", {}, item.verdict == null ? "–" : String(item.verdict)),
-      el("td", {}, (item.citations || []).join(", ")),
+      el("td", { class: "place", "data-testid": "queue-why", title: scoreText(item.score) }, item.why || ""),
+      el("td", { "data-testid": "queue-verdict" }, item.verdict_words || "–"),
+      el("td", { "data-testid": "queue-cites" }, citedText(item)),
       el("td", { class: "why" }, item.waits || (item.approved_by ? `approved by ${item.approved_by}` : "")),
       el("td", { class: "actions" },
         button("Air next", "next", () => send("next", item.comment_id)),
@@ -126,7 +136,7 @@
     const flags = ["paused", "hold", "ended"].filter((k) => mode[k]);
     $("mode").textContent = flags.length ? flags.join(" · ") : "airing";
     $("mode").className = "mode " + flags.join(" ");
-    $("stream").textContent = `stream ${status.stream_id}`;
+    $("stream").textContent = `stream ${status.stream_id}` + (status.show ? ` · show ${status.show.id}` : "");
     $("speaker").textContent = `speaking: ${state.replica}`;
     $("pause").textContent = mode.paused ? "Resume" : "Pause";
     $("pause").classList.toggle("on", mode.paused);
