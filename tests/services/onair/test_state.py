@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import timedelta
 
 from kotae.contracts import ControlV1, ModerationV1, OnAirEventV1
@@ -197,3 +199,52 @@ def test_air_next_moves_an_answer_to_the_front_approves_it_in_hold_mode_and_is_f
     s.on_event(about(c2, "finished"))
     assert list(s.session.next_up) == ["c3"]
     assert Session.from_json(s.session.to_json()).next_up == {"c3": "desk"}
+
+
+# --- waiting for a change -------------------------------------------------------------------
+
+WAIT_S = 1.0  # the timeout a missed change would cost; every comparison below is a ratio of it
+
+
+async def _timed_wait(s: OnAirState, **kw: object) -> tuple[bool, float]:
+    started = time.perf_counter()
+    changed = await s.wait_changed(WAIT_S, **kw)  # type: ignore[arg-type]
+    return changed, (time.perf_counter() - started) / WAIT_S
+
+
+async def test_a_change_made_after_the_version_was_read_ends_the_wait_at_once() -> None:
+    """The turn loop reads the version, settles (awaiting publishes), then waits: what arrived meanwhile counts."""
+    s = state()
+    seen = s.version
+    s.on_answer(verified_answer("c1"), seq=1)  # arrives while the loop was busy
+    changed, waited = await _timed_wait(s, since=seen)
+    assert changed and waited < 0.05
+
+
+async def test_a_change_made_by_another_task_during_an_await_before_the_wait_is_not_missed() -> None:
+    s = state()
+
+    async def operator() -> None:
+        s.on_control(command("pause"), "operator", seq=1)
+
+    seen = s.version
+    task = asyncio.create_task(operator())
+    await asyncio.sleep(0)  # the loop's own awaits (publishing an event): the command lands here
+    await task
+    caught, caught_in = await _timed_wait(s, since=seen)
+    # Waiting for "the next change from now" is what the loop did before: it sits out the whole timeout.
+    missed, missed_in = await _timed_wait(s)
+    assert caught and not missed
+    assert caught_in < 0.05 * missed_in
+
+
+async def test_every_waiter_wakes_on_a_change_and_a_wait_without_one_times_out() -> None:
+    s = state()
+    seen = s.version
+    waiters = [asyncio.create_task(_timed_wait(s, since=seen)) for _ in range(3)]
+    await asyncio.sleep(0)
+    s.on_moderation(ModerationV1(stream_id=STREAM, action="message_deleted", comment_id="c9", source="youtube"))
+    woken = await asyncio.gather(*waiters)
+    assert all(changed and waited < 0.5 for changed, waited in woken)
+    quiet, waited = await _timed_wait(s, since=s.version)
+    assert not quiet and waited >= 0.9
