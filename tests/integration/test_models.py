@@ -125,16 +125,19 @@ async def test_offline_path_never_says_what_an_injection_asks(
             assert record["citations"], record  # anything said stands on cited documents
 
 
-async def test_a_model_that_stays_down_ends_the_comment_failed(nats_url: str, loaded_settings: Settings) -> None:
+async def test_a_model_that_stays_down_never_fails_the_comment(nats_url: str, loaded_settings: Settings) -> None:
+    """Generator and verifier on a model that answers 500: the extractive answer, then the verifier fails closed."""
     with FakeModelServer("500") as fake:
         settings = with_models(loaded_settings, fake).model_copy(
             update={"reranker_model": None, "max_deliver": 2, "retry_backoff_s": 0.1}
         )
         async with running_stages(settings, nats_url):
             result = await run_replay(settings, nats_url, [HONEST], timeout=60)
-    record = result.records["q-1"]
-    assert record["outcome"] == "failed", record
-    assert record["reason"].startswith("generator_failed: gave up after 2 deliveries")
+    record, answer = result.records["q-1"], result.answers["q-1"]
+    assert record["outcome"] == "rejected", record
+    assert record["reason"].startswith("verifier_unavailable: "), record
+    assert answer.methods["generator"] == "extractive"
+    assert (answer.degraded_reason or "").startswith("generator model unavailable: ")
     assert len([r for r in fake.requests if r["body"].get("model") == "writer"]) == 2
 
 
