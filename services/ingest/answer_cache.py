@@ -277,7 +277,7 @@ class AnswerCache:
             del self._entries[next(iter(self._entries))]  # as the index forgets it
         await self.kv.put(key, answer.model_dump_json().encode())
         await self._write_index(add=key)
-        log.info("answer_cache.kept", comment_id=answer.comment_id, entries=len(self._entries))
+        log.debug("answer_cache.kept", comment_id=answer.comment_id, entries=len(self._entries))
 
     def _worth_keeping(self, answer: AnswerV1) -> bool:
         return (
