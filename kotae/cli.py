@@ -576,9 +576,22 @@ def _ingest_live(args: argparse.Namespace, settings: Settings) -> int:
     except BlocklistError as exc:
         raise CommandError(str(exc)) from None
     if args.source == "stdin":
-        from kotae.services.ingest.sources import follow_stream
+        from kotae.services.ingest.sources import follow_stream, report_bad_line
 
-        _run(run_live(settings, settings.nats_url, lambda js: follow_stream(sys.stdin), source_name="stdin"))
+        skipped: list[Any] = []
+
+        def skip(error: Any) -> None:
+            skipped.append(error)
+            report_bad_line(error)
+
+        _run(
+            run_live(
+                settings, settings.nats_url, lambda js: follow_stream(sys.stdin, on_bad_line=skip), source_name="stdin"
+            )
+        )
+        if skipped:  # the feed went on; the exit status still says that some of it was not published
+            print(f"kotae: {len(skipped)} bad line(s) skipped (above); the others were published", file=sys.stderr)
+            return EXIT_FAILED
         return 0
     if args.source == "youtube":
         return _ingest_youtube(args, settings)

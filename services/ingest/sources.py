@@ -5,13 +5,15 @@ moderation event: ``{"id", "moderation": "message_deleted", "comment_id"[, "publ
 moderator deleted that comment) or ``{"id", "moderation": "user_banned", "author"[, "author_id",
 "ban_type", "ban_duration_s", "published_at"]}`` (a moderator banned that viewer). A file is read
 and checked whole before anything is published, so a bad line stops the command with file, line
-and field and nothing half-sent.
+and field and nothing half-sent. A live feed (``kotae ingest stdin --follow``) skips a bad line,
+saying so on stderr with its line number, and goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,11 +174,21 @@ async def paced(
         yield comment
 
 
-async def follow_stream(stream: IO[str], name: str = "<stdin>") -> AsyncIterator[list[ChatItem]]:
+def report_bad_line(error: CommentInputError) -> None:
+    """What a live feed does with a bad line by default: say so on stderr, with its line number and field."""
+    sys.stderr.write(f"kotae: skipped {error}\n")
+    sys.stderr.flush()
+
+
+async def follow_stream(
+    stream: IO[str], name: str = "<stdin>", *, on_bad_line: Callable[[CommentInputError], None] = report_bad_line
+) -> AsyncIterator[list[ChatItem]]:
     """Comments from a stream as each line arrives (one-comment batches), for a pipe that stays open.
 
-    Lines are read in a worker thread so the event loop keeps publishing; a bad
-    line stops with its name and line number like the file readers do.
+    Lines are read in a worker thread so the event loop keeps publishing. A live feed
+    goes on past a bad line: it is skipped and handed to ``on_bad_line`` (by default a
+    line on stderr naming it), unlike a replay file, which is checked whole before
+    anything is published.
     """
     lineno = 0
     while True:
@@ -184,5 +196,11 @@ async def follow_stream(stream: IO[str], name: str = "<stdin>") -> AsyncIterator
         if not line:
             return
         lineno += 1
-        if line.strip():
-            yield [parse_line(line, f"{name}:{lineno}")]
+        if not line.strip():
+            continue
+        try:
+            item = parse_line(line, f"{name}:{lineno}")
+        except CommentInputError as exc:
+            on_bad_line(exc)
+            continue
+        yield [item]

@@ -135,7 +135,9 @@ def test_ingest_replay_with_original_timing(nats_server: str, tmp_path: Path) ->
     assert zero.returncode == 1 and "--speed" in zero.stderr
 
 
-def test_ingest_stdin_follow_publishes_each_line_and_names_a_bad_one(nats_server: str, tmp_path: Path) -> None:
+def test_ingest_stdin_follow_publishes_each_line_and_skips_a_bad_one_naming_it(
+    nats_server: str, tmp_path: Path
+) -> None:
     lines = '{"id": "s1", "text": "保育料はいくら？"}\n{"id": "s2", "text": "草"}\n'
     result = kotae("ingest", "stdin", "--follow", data=tmp_path / "state", env=env_for(nats_server), stdin=lines)
     assert result.returncode == 0, result.stderr
@@ -143,7 +145,12 @@ def test_ingest_stdin_follow_publishes_each_line_and_names_a_bad_one(nats_server
         ("s1", "admitted"),
         ("s2", "dropped"),
     ]
-    bad = kotae(
-        "ingest", "stdin", "--follow", data=tmp_path / "state", env=env_for(nats_server), stdin=lines + '{"id": "s3"}\n'
+    # A live feed goes on past a bad line: the lines after it are published, the bad one is named.
+    feed = '{"id": "s3"}\n{"id": "s4", "text": "8888"}\nnot json\n{"id": "s5", "text": "保育料の上限は？"}\n'
+    bad = kotae("ingest", "stdin", "--follow", data=tmp_path / "state", env=env_for(nats_server), stdin=feed)
+    assert [json.loads(x)["comment_id"] for x in bad.stdout.splitlines()] == ["s4", "s5"]
+    assert (
+        "kotae: skipped <stdin>:1: field 'text'" in bad.stderr
+        and "kotae: skipped <stdin>:3: invalid JSON" in bad.stderr
     )
-    assert bad.returncode == 1 and "<stdin>:3: field 'text'" in bad.stderr
+    assert bad.returncode == 1 and "2 bad line(s) skipped" in bad.stderr
