@@ -122,3 +122,23 @@ def test_what_the_operator_says_to_air_next_goes_first_past_rank_and_cooldown() 
     later.next_rank = 0
     assert choose([paid, pinned, later], [], recent, ONAIR_AT, POLICY).entry is pinned
     assert [e.comment_id for e, _ in to_shed([paid, pinned, later, entry("x", "x", seq=4)], POLICY)] == ["x"]
+
+
+def test_while_hold_is_on_an_answer_waiting_for_approval_does_not_expire_unless_a_setting_says_so() -> None:
+    old = Entry(answer=verified_answer("held"), seq=1, tokens=frozenset({"保育料"}), spoken="x")
+    later = old.received_at + timedelta(seconds=600)
+    assert expired(old, later, Policy()) is not None  # hold off: the age limit applies
+    assert expired(old, later, Policy(), hold=True) is None  # hold on: it waits for the operator
+    assert expired(old, later, Policy(hold_max_age_s=300), hold=True) is not None
+    assert choose([old], [], {}, later, Policy(), hold=True).expired == []
+
+
+def test_a_super_chat_repeat_is_thanked_or_aired_again_never_only_already_aired() -> None:
+    from kotae.services.onair.policy import thanked_instead
+
+    paid = Entry(
+        answer=verified_answer("paid", superchat=(500, "JPY")), seq=2, tokens=frozenset({"保育料"}), spoken="y"
+    )
+    past = Aired("first", "a", frozenset({"保育料"}), "z", paid.received_at)
+    assert repeat_of(paid, [past], paid.received_at, Policy()) is not None and thanked_instead(paid, Policy())
+    assert repeat_of(paid, [past], paid.received_at, Policy(superchat_repeat="again")) is None
