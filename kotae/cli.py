@@ -520,7 +520,14 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         )
     )
     sys.stdout.write(write_jsonl(result.ordered()))
-    return 0 if not result.missing else EXIT_FAILED
+    if result.missing:
+        print(
+            f"kotae: {len(result.missing)} of {len(result.order)} comment(s) had no outcome within {args.timeout:g}s "
+            f"(--timeout): {', '.join(result.missing[:20])}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return 0
 
 
 def _ingest_youtube(args: argparse.Namespace, settings: Settings) -> int:
@@ -958,9 +965,13 @@ def build_parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="publish comments to a running bus").add_subparsers(
         dest="source", required=True
     )
+    ingest_timeout = (
+        "seconds to wait, once every comment is published, for the outcomes still out (default 300); "
+        "what arrived is printed either way, and a comment left without one makes the exit status 1"
+    )
     p = ing.add_parser("replay", help="a JSONL comments file")
     p.add_argument("file")
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=300.0, help=ingest_timeout)
     _add_timing_flags(p)
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("youtube", help="a YouTube live chat, through the YouTube Data API v3, until it ends")
@@ -978,7 +989,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="stop when the connection closes instead of reconnecting")
     p.set_defaults(func=cmd_ingest)
     p = ing.add_parser("stdin", help="JSONL comments on standard input")
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=300.0, help=ingest_timeout + " (not with --follow)")
     p.add_argument(
         "--follow",
         action="store_true",

@@ -135,6 +135,22 @@ def test_ingest_replay_with_original_timing(nats_server: str, tmp_path: Path) ->
     assert zero.returncode == 1 and "--speed" in zero.stderr
 
 
+def test_ingest_replay_that_reaches_its_timeout_prints_what_arrived_and_names_the_rest(
+    nats_server: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.jsonl"
+    # No stage serves this bus: the chatter ends at ingest (dropped), the question never ends.
+    path.write_text('{"id": "t1", "text": "草"}\n{"id": "t2", "text": "保育料はいくら？"}\n', encoding="utf-8")
+    run = kotae("ingest", "replay", str(path), "--timeout", "1", data=tmp_path / "state", env=env_for(nats_server))
+    assert run.returncode == 1
+    assert [(json.loads(x)["comment_id"], json.loads(x)["outcome"]) for x in run.stdout.splitlines()] == [
+        ("t1", "dropped")
+    ]
+    assert "1 of 2 comment(s) had no outcome within 1s (--timeout): t2" in run.stderr
+    shown = " ".join(kotae("ingest", "replay", "--help", data=tmp_path / "state").stdout.split())
+    assert "--timeout TIMEOUT seconds to wait, once every comment is published" in shown
+
+
 def test_ingest_stdin_follow_publishes_each_line_and_skips_a_bad_one_naming_it(
     nats_server: str, tmp_path: Path
 ) -> None:
