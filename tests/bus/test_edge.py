@@ -316,3 +316,32 @@ async def test_handlers_run_concurrently_up_to_inflight_and_never_more(nats_url:
     await nc.close()
     assert answered == {f"c{i}" for i in range(10)}
     assert peak[0] == 3
+
+
+async def test_a_message_waiting_for_a_busy_worker_is_kept_in_progress_and_handled_once(
+    nats_url: str, settings: Settings
+) -> None:
+    """One worker, each message slower than the ack wait: the ones fetched meanwhile wait, and are not redelivered."""
+    handled: list[tuple[str, int]] = []
+
+    async def slow(comment: CommentV1) -> RetrievalV1:
+        handled.append((comment.comment_id, len(handled)))
+        await asyncio.sleep(1.5)  # a long model call: longer than the ack wait
+        return evidence_for(comment)
+
+    settings = settings.model_copy(update={"inflight": 1, "ack_wait_s": 1.0, "max_deliver": 3})
+    nc = await nats.connect(nats_url)
+    stage = await run_stage(settings, nats_url, slow)
+    try:
+        for cid in ("w1", "w2", "w3"):
+            await nc.jetstream().publish(subjects.COMMENT, make_comment(cid, "質問"))
+        for _ in range(200):
+            if len(await read_all(nats_url, subjects.RETRIEVAL, idle=0.1)) == 3:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await stage.stop()
+        await nc.close()
+    # Each comment handled once, in order, though w2 and w3 waited well past the ack wait.
+    assert [cid for cid, _ in handled] == ["w1", "w2", "w3"]
+    assert len(await read_all(nats_url, subjects.RETRIEVAL, idle=0.2)) == 3
