@@ -56,6 +56,9 @@ _ORDINAL = re.compile(r"\b(\d+)(st|nd|rd|th)\b")
 _RANGE = re.compile(r"(?<=\d)\s*(?:[-–〜～~]|to)\s*(?=[$¥]?\d)")
 _PLAIN = re.compile(rf"(?<![\w.]){_NUMBER}(?![\w])")
 _ACRONYM = re.compile(r"\b([A-Z]{2,6})(s?)\b")
+# A model or product code mixing capitals and figures ("R7", "PS5", "SRB-R7", "3D"): letters spelled, figures said.
+_CODE = re.compile(r"\b(?=[A-Z\d-]*\d)(?=[A-Z\d-]*[A-Z])[A-Z\d]+(?:-[A-Z\d]+)*\b")
+_CODE_PART = re.compile(r"[A-Z]+|\d+")
 _VOWELS = set("AEIOU")
 
 
@@ -135,6 +138,17 @@ def _spell(match: re.Match[str]) -> str:
     return " ".join(word) + ("'s" if plural else "")
 
 
+def _code(match: re.Match[str]) -> str:
+    """``"SRB-R7"`` → ``"S R B R seven"``: how a person reads a model code aloud."""
+    said = []
+    for part in _CODE_PART.findall(match.group(0)):
+        if part.isdigit():
+            said.append(english_number(int(part)))
+        else:  # a pronounceable word inside a code ("COVID-19") is said as the acronym rule says it
+            said.append(part if len(part) >= 4 and _VOWELS & set(part) else " ".join(part))
+    return " ".join(said)
+
+
 def read_english(text: str) -> str:
     """``"Polls open 7:00-20:00 on 2027-01-24; the fare is ¥150"`` → words a voice says as a person would."""
     text = _JAPANESE.sub(_romaji, text)
@@ -160,5 +174,6 @@ def read_english(text: str) -> str:
     )
     text = _UNIT.sub(lambda m: f"{_amount(m.group(1))} {_UNITS[m.group(2)][0 if _is_one(m.group(1)) else 1]}", text)
     text = _ORDINAL.sub(lambda m: english_ordinal(int(m.group(1))), text)
+    text = _CODE.sub(_code, text)  # after amounts and units ("20MW", "5GB" are not codes)
     text = _PLAIN.sub(lambda m: _amount(m.group(0)), text)
     return _ACRONYM.sub(_spell, text)

@@ -40,6 +40,8 @@ _WEEKDAY = re.compile(r"[(（]\s*([月火水木金土日])(?:曜日?)?\s*[)）]"
 _HOLIDAY = re.compile(r"[(（]\s*祝\s*[)）]")
 _TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?![\d:])")
 _TIME_RANGE = re.compile(r"(\d{1,2}:\d{2})\s*[-–]\s*(\d{1,2}:\d{2})")
+# A ratio ("21:9", "16:9", "4:3"): its second figure is one digit, so it is no clock time (which "25:30" is).
+_RATIO = re.compile(r"(?<![\d:])(\d{1,3}):(\d)(?![\d:])")
 _RANGE = re.compile(r"\s*[〜～~]\s*(?=[\d¥￥$€£]|[A-Z]?\d)")
 _OPEN_RANGE = re.compile(r"(?<=[\d時分日月年])\s*[〜～~][ \t]*(?![\d \t])")
 _NUMBER_DASH = re.compile(r"(?<![\d-])(\d+)((?:-\d+)+)(?![\d-])")
@@ -72,6 +74,7 @@ def read_japanese(text: str) -> str:
     text = _HOLIDAY.sub("祝日", text)
     text = _TIME_RANGE.sub(r"\1〜\2", text)
     text = _TIME.sub(_time, text)
+    text = _RATIO.sub(r"\1対\2", text)
     text = _RANGE.sub("から", text)
     text = _OPEN_RANGE.sub("から", text)  # "20:00〜 配信": from eight o'clock
     text = _NUMBER_DASH.sub(lambda m: m.group(1) + m.group(2).replace("-", "の"), text)
