@@ -255,6 +255,7 @@ def oracle_models(oracle: LabelOracle) -> Iterator[dict[str, str]]:
 
 #: The check a reason names, by its opening words (first match wins).
 _CHECKS = (
+    ("merged_into", "merged into an earlier comment (its outcome)"),
     ("no_match", "retriever gate: no match"),
     ("clarify", "retriever gate: clarify"),
     ("not_covered", "retriever gate: not covered"),

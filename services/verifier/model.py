@@ -123,19 +123,22 @@ def missing_names(claim: str, cited: list[Block]) -> list[str]:
     held = _spaceless("\n".join(f"{b.title}\n{b.text}" for b in cited))
     evidence_ja = is_japanese(normalize(" ".join(b.text for b in cited)))
     analysis = analyse(claim)
-    joiner = "" if is_japanese(claim) else " "
+    japanese = is_japanese(claim)
     out = []
     for term in analysis.terms:
         if not term.proper:
             continue
         # The name itself, each run of proper-noun tokens: 海野 of 海野さん, 岩城 of 岩城氏.
+        # In English each capitalised word on its own (a list of languages is one phrase).
         runs: list[list[str]] = [[]]
         for token in analysis.tokens[term.start : term.end]:
             if token.pos[:2] == ("名詞", "固有名詞"):
                 runs[-1].append(token.surface)
+                if not japanese:
+                    runs.append([])
             elif runs[-1]:
                 runs.append([])
-        names = [_spaceless(joiner.join(r)) for r in runs if r] or [_spaceless(term.text)]
+        names = [_spaceless("".join(r)) for r in runs if r] or [_spaceless(term.text)]
         if any(n not in held and is_japanese(n) == evidence_ja for n in names):
             out.append(term.text)
     return out

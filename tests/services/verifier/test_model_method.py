@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from faststream.nats import TestNatsBroker
 
+from kotae.citations import Block
 from kotae.contracts import AnswerV1, subjects
 from kotae.services.verifier import STAGE as VERIFIER
 from kotae.services.verifier.logic import SAFE_REPLY
-from kotae.services.verifier.model import read_verdict
+from kotae.services.verifier.model import missing_names, read_verdict
 from kotae.settings import Settings, load_settings
 from tests.factories import FAITHFUL, draft
 from tests.fakes.model_server import FakeModelServer
@@ -129,3 +130,26 @@ def test_read_verdict_refuses_anything_else(text: str) -> None:
 
     with pytest.raises(BadReply):
         read_verdict(text)
+
+
+def _block(text: str, lang: str) -> Block:
+    return Block(1, "doc", "r", None, "", text, None, None, lang)
+
+
+CANDIDATES = _block("知事選には海野あかりと、現職の岩城剛（いわき・ごう）氏が立候補している。", "ja")
+LANGUAGES = _block("Voice acting is in Japanese and English; subtitles come in French, German and Korean.", "en")
+
+
+@pytest.mark.parametrize(
+    ("claim", "block", "missing"),
+    [
+        ("海野さんと岩城氏が立候補しています。", CANDIDATES, []),  # the name without its honorific
+        ("海野剛が立候補しています。", CANDIDATES, ["海野剛"]),  # two real parts, one invented name
+        ("佐伯真理子が立候補しています。", CANDIDATES, ["佐伯真理子"]),
+        ("Umino Akari and Iwaki Go are running.", CANDIDATES, []),  # by their sound: the model's to judge
+        ("Subtitles come in French, German and Korean.", LANGUAGES, []),
+        ("Subtitles come in Italian.", LANGUAGES, ["Italian"]),
+    ],
+)
+def test_the_floor_finds_the_names_the_cited_block_does_not_hold(claim: str, block: Block, missing: list[str]) -> None:
+    assert missing_names(claim, [block]) == missing
