@@ -310,7 +310,13 @@ def run_set(folder: Path, keep: Path | None = None) -> tuple[list[str], Counter[
         (keep / f"{folder.name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (a, m), (k, n) = tally(run.records, "answerable"), tally(run.records, "offtopic")
     lines = domain_tables(folder.name, run.sets, run.seconds)
-    lines += [f"{folder.name}: answerable verified {a}/{m}, off-topic verified {k}/{n}", ""]
+    drafted = [r for r in run.records if r["kind"] == "answerable" and "reached the generator" in oracle.seen[r["id"]]]
+    lines += [
+        f"{folder.name}: answerable verified {a}/{m}, off-topic verified {k}/{n}; "
+        f"of the {len(drafted)} answerable comments that reached the models, "
+        f"{sum(r['outcome'] == 'verified' for r in drafted)} verified",
+        "",
+    ]
     lines += stopped(run.records, oracle) or ["- every answerable comment verified"]
     return lines + [""], Counter({"a": a, "m": m, "k": k, "n": n})
 
