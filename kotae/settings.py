@@ -165,6 +165,11 @@ class Settings(BaseSettings):
         le=1,
         description="A comment naming a term that no record has is answered only at or above this score.",
     )
+    gate_weights: str | None = Field(
+        default=None,
+        description="The fitted gate: a weights file of bench/fit_gate.py, 'fitted' for the committed one, "
+        "'open' to answer every comment (measuring the answer side); unset: the threshold rules above.",
+    )
 
     # Rerank / generate / verify
     top_n: int = Field(default=3, ge=1, le=20)

@@ -41,6 +41,7 @@ from kotae.knowledge.records import detect_lang
 from kotae.knowledge.terms import KeyTerm, key_terms
 from kotae.knowledge.text import search_tokens, split_sentences
 from kotae.question_focus import holds_kind, names_only_the_kind, question_focus
+from kotae.services.retriever.gate_model import GateModel, GateSignals, signals
 
 #: Most topics an ask-back names.
 MAX_CANDIDATES = 3
@@ -126,8 +127,20 @@ def plausible(
     return out[:MAX_CANDIDATES]
 
 
-def decide(text: str, docs: list[Hit], faq: list[Hit], meta: IndexMeta, thresholds: Thresholds) -> GateDecision:
-    """The gate's decision for ``text`` (the comment as searched) over its best hits (see the module docstring)."""
+def decide(
+    text: str,
+    docs: list[Hit],
+    faq: list[Hit],
+    meta: IndexMeta,
+    thresholds: Thresholds,
+    model: GateModel | None = None,
+) -> GateDecision:
+    """The gate's decision for ``text`` (the comment as searched) over its best hits (see the module docstring).
+
+    With a fitted ``model`` (:mod:`kotae.services.retriever.gate_model`), whether the knowledge base
+    answers is that model's one score over the signals, in place of the thresholds and vetoes; the
+    ask-back between covered topics is decided as before for what it lets through.
+    """
     lang = detect_lang(text)
     words = search_tokens(text)
     best = max(hit_score(meta, words, lang, h) for h in (docs[0] if docs else None, faq[0] if faq else None))
@@ -139,6 +152,8 @@ def decide(text: str, docs: list[Hit], faq: list[Hit], meta: IndexMeta, threshol
     # A noun that only names the kind asked for (出身地) need not be in a record: the answer's kind is.
     specific = [t for t in terms if t.specific and vocab and vocab.writes(t) and not names_only_the_kind(t.surface)]
     missing = [t.surface for t in specific if vocab.find(t) is None]
+    if model is not None:
+        return _fitted(text, words, lang, best, docs, faq, meta, thresholds, model, terms, specific, missing)
     if missing and (len(missing) == len(specific) or best < thresholds.strong):
         named = "、".join(f"「{m}」" for m in missing)
         verb = "is" if len(missing) == 1 else "are"
@@ -244,3 +259,86 @@ def _by_topic(meta: IndexMeta, words: list[str], lang: str, hits: list[Hit]) -> 
         if topic not in best or score > best[topic][1]:
             best[topic] = (hit, score)
     return sorted(((t, h, s) for t, (h, s) in best.items()), key=lambda x: -x[2])
+
+
+def gate_signals(text: str, docs: list[Hit], faq: list[Hit], meta: IndexMeta) -> GateSignals:
+    """The fitted gate's signals of ``text`` over its hits (what ``bench/fit_gate.py`` fits on)."""
+    lang = detect_lang(text)
+    words = search_tokens(text)
+    best = max(hit_score(meta, words, lang, h) for h in (docs[0] if docs else None, faq[0] if faq else None))
+    vocab = meta.vocab()
+    terms = key_terms(text)
+    specific = [t for t in terms if t.specific and vocab and vocab.writes(t) and not names_only_the_kind(t.surface)]
+    missing = [t.surface for t in specific if vocab.find(t) is None]
+    return _signals(text, words, lang, best, docs, faq, meta, specific, missing)
+
+
+def _signals(
+    text: str,
+    words: list[str],
+    lang: str,
+    best: float,
+    docs: list[Hit],
+    faq: list[Hit],
+    meta: IndexMeta,
+    specific: list[KeyTerm],
+    missing: list[str],
+) -> GateSignals:
+    top = docs[0] if docs else None
+    return signals(
+        words,
+        question_focus(text),
+        best,
+        docs,
+        faq,
+        meta,
+        topic_scores=[s for _, _, s in _by_topic(meta, words, lang, docs)],
+        crosses=bool(top is not None and _crosses_languages(lang, top)),
+        specific=len(specific),
+        missing=len(missing),
+        text_of=hit_text,
+    )
+
+
+def _fitted(
+    text: str,
+    words: list[str],
+    lang: str,
+    best: float,
+    docs: list[Hit],
+    faq: list[Hit],
+    meta: IndexMeta,
+    thresholds: Thresholds,
+    model: GateModel,
+    terms: list[KeyTerm],
+    specific: list[KeyTerm],
+    missing: list[str],
+) -> GateDecision:
+    """The fitted gate: answer (or ask back between close topics) at or above the model's threshold."""
+    top_hit = docs[0] if docs else (faq[0] if faq else None)
+    s = _signals(text, words, lang, best, docs, faq, meta, specific, missing)
+    p = round(model.probability(s), 4)
+    why = f"fitted gate {p:.2f}" + ("" if model.about.get("open") else f" ({', '.join(model.strongest(s))})")
+    if top_hit is None or p < model.threshold:
+        if missing:
+            named = "、".join(f"「{m}」" for m in missing)
+            verb = "is" if len(missing) == 1 else "are"
+            reason = (
+                f"not_covered: {named} {verb} in no record of the knowledge base; {why} below {model.threshold:.2f}"
+            )
+        else:
+            reason = f"no_match: {why} below {model.threshold:.2f}, best score {best:.2f}"
+        return GateDecision("no_match", best, reason, [], missing)
+    if not _crosses_languages(lang, top_hit):
+        topics = plausible(meta, words, lang, docs, thresholds.clarify)
+        close = [t for t, score in topics if score * STANDOUT >= topics[0][1]] if topics else []
+        titled = [t for t in close if _title_names(t, terms)]
+        if len(titled) == 1:
+            close = titled
+        if len(close) >= 2:
+            close = _able_to_answer(text, close, _by_topic(meta, words, lang, docs)) or close
+        if len(close) >= 2 and (best < thresholds.strong or not specific):
+            return GateDecision(
+                "clarify", best, f"clarify: {why}; {len(close)} topics match the comment about as well", close, missing
+            )
+    return GateDecision("answer", best, f"answer: {why}, best score {best:.2f}", [], missing)

@@ -47,6 +47,7 @@ from kotae.knowledge.index import (
 )
 from kotae.knowledge.store import KnowledgeStore
 from kotae.services.retriever.gate import Thresholds, decide
+from kotae.services.retriever.gate_model import GateModel
 from kotae.services.retriever.rewrite import QueryRewriter
 from kotae.settings import Settings
 
@@ -141,6 +142,15 @@ def _merge(first: list[Hit], second: list[Hit]) -> list[Hit]:
     return best_per_document(sorted(best.values(), key=lambda h: (-h.score, h.payload.get("chunk_id", ""))))
 
 
+def gate_model_for(setting: str | None) -> GateModel | None:
+    """The fitted gate a ``KOTAE_GATE_WEIGHTS`` setting names (None: the threshold rules)."""
+    if not setting:
+        return None
+    if setting == "open":
+        return GateModel.open_gate()
+    return GateModel.load(None if setting == "fitted" else Path(setting))
+
+
 class Retriever:
     """Searches the knowledge bases of ``$KOTAE_DATA_DIR/kb`` (embedded) or a Qdrant server.
 
@@ -166,6 +176,7 @@ class Retriever:
         self.thresholds = Thresholds(
             answer=settings.gate_answer, clarify=settings.gate_clarify, strong=settings.gate_strong
         )
+        self.gate_model = gate_model_for(settings.gate_weights)
         self._searchers: dict[str, tuple[Any, HybridSearcher]] = {}
         self._manifests: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
         self.rewriter = QueryRewriter.from_settings(settings)
@@ -263,13 +274,21 @@ class Retriever:
         hits = searcher.search_many(text, kinds=kinds, day=day, top_k=self.settings.top_k * 3)
         return best_per_document(hits["doc"]), hits.get("faq", [])
 
+    def hits(self, text: str, *, kb: str, day: date) -> tuple[str, list[Hit], list[Hit], IndexMeta]:
+        """The comment as searched (in the records' words), its document and FAQ hits, and the index's meta."""
+        searcher = self.searcher(kb)
+        vocab = searcher.meta.vocab()
+        searched = vocab.rewrite(text) if vocab else text
+        docs, faq = self._search(searcher, searched, day)
+        return searched, docs, faq, searcher.meta
+
     def retrieve(self, text: str, *, kb: str, day: date) -> Retrieval:
         """Search the comment (in the knowledge base's words where it can be put so) and gate on the result."""
         searcher = self.searcher(kb)
         vocab = searcher.meta.vocab()
         searched = vocab.rewrite(text) if vocab else text
         docs, faq = self._search(searcher, searched, day)
-        decision = decide(searched, docs, faq, searcher.meta, self.thresholds)
+        decision = decide(searched, docs, faq, searcher.meta, self.thresholds, self.gate_model)
         # A rewrite must keep what the comment names that no record has (消費税), or it asks another question.
         rewrite = self.rewriter.rewrite(text, keep=decision.missing) if self.rewriter else None
         rewritten = rewrite.query if rewrite else None
@@ -278,7 +297,7 @@ class Retriever:
             # and the gate takes the better of the two decisions' scores.
             docs2, faq2 = self._search(searcher, rewritten, day)
             docs, faq = _merge(docs, docs2), _merge(faq, faq2)
-            second = decide(rewritten, docs, faq, searcher.meta, self.thresholds)
+            second = decide(rewritten, docs, faq, searcher.meta, self.thresholds, self.gate_model)
             if second.top_score > decision.top_score:
                 decision = second
         docs = docs[: self.settings.top_k]
