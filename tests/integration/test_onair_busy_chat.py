@@ -60,11 +60,19 @@ async def test_a_busy_chat_airs_one_answer_at_a_time_and_keeps_every_rule(
     for cid in verified:
         assert len(finals.get(cid, [])) == 1, (cid, finals.get(cid))
         assert records[cid]["air"]["outcome"] == finals[cid][0].event
-    assert all(r["air"] is None for r in records.values() if r["outcome"] != "verified")
+    # A comment that was not verified airs nothing, unless it is a Super Chat: that one is thanked.
+    for cid, record in records.items():
+        if record["outcome"] != "verified" and record["outcome"] != "dropped":
+            paid = comments[cid].get("superchat") is not None
+            assert (record["air"] is not None) is paid, (cid, record["outcome"], record["air"])
+            if paid:
+                assert {e.kind for e in by_comment[cid]} == {"thanks"}, (cid, by_comment[cid])
+        elif record["outcome"] == "dropped":
+            assert record["air"] is None, cid
     aired = [e for e in events if e.event == "started" and e.kind == "answer"]
     assert len(aired) >= 3
 
-    _never_two_on_air(aired, finals)
+    _never_two_on_air([e for e in events if e.event == "started" and e.kind in ("answer", "thanks")], finals)
     _super_chats_before_others_waiting(aired, by_comment, finals)
     moderation = [ModerationV1.model_validate(m["data"]) for m in await read_all(nats_server, subjects.MODERATION_ALL)]
     _withdrawn_never_air(moderation, by_comment, finals, comments)

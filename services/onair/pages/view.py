@@ -54,6 +54,8 @@ class PageViews:
         self._cues: OrderedDict[tuple[str, int], list[dict[str, Any]]] = OrderedDict()
 
     def _slide(self, event: OnAirEventV1) -> Slide | None:
+        if event.kind == "thanks":
+            return None  # a thanks cites nothing: the slide of the answer it points to aired with that answer
         if event.kind == "faq":
             return self.slides.for_record(self.faq_kb, event.comment_id.removeprefix("faq:"))
         on_air = self.state.on_air
