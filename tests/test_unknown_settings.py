@@ -30,7 +30,8 @@ def test_settings_and_other_programs_variables_are_left_alone() -> None:
     assert unknown_setting_warnings(environ) == []
 
 
-#: ``$KOTAE_X`` / ``${KOTAE_X`` in shell and compose files, ``environ["KOTAE_X"]`` / ``getenv("KOTAE_X"`` in Python.
+#: A dollar sign (and brace) before the name in shell and compose files; ``environ``, ``environ.get``,
+#: ``getenv`` or ``setdefault`` with the quoted name in Python.
 _READS = re.compile(
     r"""\$\{?(KOTAE_[A-Z0-9_]+)|(?:environ(?:\.get)?\(?\[?|getenv\(|setdefault\()["'](KOTAE_[A-Z0-9_]+)["']"""
 )
