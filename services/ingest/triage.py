@@ -204,7 +204,7 @@ def _similarity(a: _Words, b: _Words) -> float:
         return 0.0
     if any(len(own) >= max(_ASKS_MORE, shared) for own in (ta - tb, tb - ta)):
         return 0.0
-    a_own, b_own = a.nouns - tb, b.nouns - ta
+    a_own, b_own = a.nouns - b.nouns - tb, b.nouns - a.nouns - ta
     # Nouns, not tokens, say how much of a topic is shared: 日本共産党 splits into 共産, 共産党
     # and 日本, which would make 日本共産党の略称 and 日本共産党の機関紙 share three words.
     topic = len(a.nouns & b.nouns)

@@ -222,6 +222,16 @@ def test_a_near_duplicate_question_is_merged_into_the_earlier_one() -> None:
     assert again.merged_into == "q1" and again.reason.startswith("merged_into: q1")
 
 
+def test_the_very_same_question_is_merged_even_when_a_compound_noun_splits_into_words() -> None:
+    # シェアハウス is one noun and two words (シェア, ハウス): a noun both questions name is no thing of their own.
+    question = "空き家を直したシェアハウスは何戸できる？"
+    assert similarity(question, question) == 1.0
+    t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=180)
+    assert isinstance(t.admit(RawComment(id="q1", text=question, published_at=at(0))), CommentV1)
+    again = t.admit(RawComment(id="q2", text=question, published_at=at(30)))
+    assert isinstance(again, Dropped) and again.merged_into == "q1"
+
+
 def test_the_same_question_after_the_window_is_asked_again() -> None:
     t = Triage(stream_id="s", kb="k", source="replay", merge_window_s=60)
     assert isinstance(t.admit(RawComment(id="q1", text="When does early voting start?", published_at=at(0))), CommentV1)
