@@ -10,7 +10,9 @@ Cases (JSQuAD v1.3 validation; every answer cites its question's paragraph as bl
   another paragraph of the same article; (2) the same, taken from the same paragraph, so every
   word is in the evidence and only the relation is wrong; (3) a number of the evidence
   sentence changed; (4) an invented person or organisation added; (5) the short form with a
-  wrong entity of the same type (from the same paragraph when it has one).
+  wrong entity of the same type (from the same paragraph when it has one). The bare-answer table
+  reads (b) against those of (5) taken from the same paragraph: every word of a wrong one is in
+  the evidence, and only where it stands says it does not answer.
 
 "Same type" is read from Sudachi's parts of speech: person, place and other proper names,
 numbers with their counter, and common-noun terms. Articles alternate between a development
@@ -100,6 +102,7 @@ class Case:
     question: str
     context: str
     answer: str
+    source: str = ""  # where a swapped phrase came from: "paragraph" or "article"
 
 
 def cite(sentence: str) -> str:
@@ -267,8 +270,8 @@ def question_cases(p: Paragraph, q: dict[str, Any], rng: random.Random, construc
     a, b = start - s0, start - s0 + len(text)
     cases: list[Case] = []
 
-    def add(kind: str, group: str, answer: str) -> None:
-        cases.append(Case(p.split, kind, group, q["question"], p.context, answer))
+    def add(kind: str, group: str, answer: str, source: str = "") -> None:
+        cases.append(Case(p.split, kind, group, q["question"], p.context, answer, source))
 
     add("supported", "sentence", cite(sentence))
     add("supported", "short", cite(f"{text.rstrip('。．.')}です。"))
@@ -281,9 +284,9 @@ def question_cases(p: Paragraph, q: dict[str, Any], rng: random.Random, construc
         if here:
             add("hallucinated", "swap_paragraph", cite(sentence[:a] + rng.choice(here) + sentence[b:]))
             wrong = _nearest(here, p.context, start) if construction == "nearest" else rng.choice(here)
-            add("hallucinated", "short_wrong", cite(f"{wrong}です。"))
+            add("hallucinated", "short_wrong", cite(f"{wrong}です。"), "paragraph")
         elif elsewhere:
-            add("hallucinated", "short_wrong", cite(f"{rng.choice(elsewhere)}です。"))
+            add("hallucinated", "short_wrong", cite(f"{rng.choice(elsewhere)}です。"), "article")
     changed = change_number(sentence, text, rng)
     if changed:
         add("hallucinated", "number", cite(changed))
@@ -383,9 +386,8 @@ def chat_dev_cases(folder: Path, seed: int = 7) -> list[Case]:
                 else []
             )
             if rivals:
-                cases.append(
-                    Case(split, "hallucinated", "short_wrong", q["text"], context, cite(f"{rng.choice(rivals)}です。"))
-                )
+                wrong = cite(f"{rng.choice(rivals)}です。")
+                cases.append(Case(split, "hallucinated", "short_wrong", q["text"], context, wrong, "paragraph"))
     return cases
 
 
@@ -399,6 +401,7 @@ class Result:
     case: Case
     verdict: int
     decision: str  # supported, hallucinated, unsure
+    placed_nowhere: bool = False  # a bare answer the evidence could not place (unsure for that alone)
 
     @property
     def rejected(self) -> bool:
@@ -417,7 +420,8 @@ def run(cases: list[Case], sure: float = SURE) -> list[Result]:
         v = verify(
             c.answer, [Evidence(doc_id="ctx", chunk_id="ctx", text=c.context)], [], question=c.question, sure=sure
         )
-        out.append(Result(c, v.verdict, v.decision))
+        nowhere = any("cannot place as the answer" in reason for reason in v.reasons)
+        out.append(Result(c, v.verdict, v.decision, nowhere))
     return out
 
 
@@ -465,6 +469,34 @@ def tables(results: list[Result], splits: list[str]) -> str:
             ]
             row += [str(len(xs)), _rate(xs)]
         lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def bare_table(results: list[Result], splits: list[str]) -> str:
+    """Bare answers ``Xです[1]。``: the right one kept (supported), and a wrong phrase of its type from
+    the same paragraph (the same record on chat-dev) caught (not supported), with how each was decided."""
+    lines = [
+        "| split | right n | kept (supported) | unsure | hallucinated "
+        "| wrong n | caught | of those unsure | of those hallucinated | placed nowhere: right / wrong |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for split in splits:
+        rights = [r for r in results if r.case.split == split and r.case.group == "short"]
+        wrongs = [
+            r
+            for r in results
+            if r.case.split == split and r.case.group == "short_wrong" and r.case.source == "paragraph"
+        ]
+        right, wrong = Counter(r.decision for r in rights), Counter(r.decision for r in wrongs)
+        nr, nw = len(rights), len(wrongs)
+        if not nr and not nw:
+            continue
+        caught = nw - wrong["supported"]
+        nowhere = f"{sum(r.placed_nowhere for r in rights)} / {sum(r.placed_nowhere for r in wrongs)}"
+        lines.append(
+            f"| {split} | {nr} | {right['supported'] / max(1, nr):.3f} | {right['unsure']} | {right['hallucinated']} "
+            f"| {nw} | {caught / max(1, nw):.3f} | {wrong['unsure']} | {wrong['hallucinated']} | {nowhere} |"
+        )
     return "\n".join(lines)
 
 
@@ -655,6 +687,13 @@ def main() -> int:
         f"({(t2 - t1) / max(1, len(cases) + len(chat)) * 1000:.2f} ms per answer).\n"
     )
     print(tables(results, all_splits))
+    print(
+        "\nBare answers (`<answer>です[1]。`, offline mode): the right one kept, a phrase of its type from the "
+        "same paragraph caught. SLOT_WEIGHTS and SLOT_MARGIN were fitted on dev (bench/verifier_fit.py): "
+        "held-out is the split they never saw. Placed nowhere: unsure only because the evidence cannot place "
+        "them as the answer (no question words to place them by; supported before that rule).\n"
+    )
+    print(bare_table(results, all_splits))
     print(
         f"\nCascade (KOTAE_VERIFIER_MODE=cascade, KOTAE_VERIFIER_CASCADE_SURE={args.cascade_sure}): "
         "what the offline method decides without a model call.\n"
