@@ -13,9 +13,10 @@ A slot is the key ``<endpoint>.<i>``, created only when absent (``create``). Its
 rewrites it while the call runs, and the bucket's TTL frees the slot of a process that
 died holding it. A waiter tries again every :data:`POLL_S` or so: an expired key has no
 event to wait for, and trying needs no subscription the stages' NATS users do not have.
-A process that has just released a slot gives the others one poll to take it before it
-takes it again, so the stages take turns: one stage's backlog does not keep the slot
-while the comments ahead of it wait for their next stage.
+A waiter also writes the key ``<endpoint>.wanted``; a process that has just released a slot
+and finds it written by someone else gives them one poll to take the slot before it takes it
+again, so the stages take turns: one stage's backlog does not keep the slot while the
+comments ahead of it wait for their next stage.
 
 Example::
 
@@ -116,9 +117,11 @@ class EndpointSlots:
     async def _take(self, kv: Any, name: str) -> _Hold:
         from nats.js.errors import KeyWrongLastSequenceError
 
-        if time.monotonic() - _released_at.get(name, float("-inf")) < POLL_S:
-            await asyncio.sleep(POLL_S)  # give way: another process may be waiting for this slot
+        wanted = f"{name}.wanted"  # written by whoever is waiting for one of the endpoint's slots
+        if time.monotonic() - _released_at.get(name, float("-inf")) < POLL_S and await self._wanted(kv, wanted):
+            await asyncio.sleep(POLL_S)  # give way: someone else waits for the slot just released
         waited_since = time.monotonic()
+        waited = False
         while True:
             for i in range(self.limit):
                 key = f"{name}.{i}"
@@ -126,11 +129,24 @@ class EndpointSlots:
                     revision = await kv.create(key, self.holder)
                 except KeyWrongLastSequenceError:
                     continue  # held by someone
-                waited = time.monotonic() - waited_since
-                if waited > 1.0:
-                    log.debug("model_slot.waited", key=key, waited_s=round(waited, 1))
+                if waited:
+                    with contextlib.suppress(Exception):  # another waiter writes it again on its next try
+                        await kv.delete(wanted)
+                    log.debug("model_slot.waited", key=key, waited_s=round(time.monotonic() - waited_since, 1))
                 return _Hold(key, revision)
+            waited = True
+            await kv.put(wanted, self.holder)
             await asyncio.sleep(POLL_S * (0.5 + random.random() / 2))
+
+    async def _wanted(self, kv: Any, wanted: str) -> bool:
+        """Whether another holder (another process, or another stage here) waits for a slot."""
+        from nats.js.errors import KeyDeletedError, KeyNotFoundError
+
+        try:
+            entry = await kv.get(wanted)
+        except (KeyNotFoundError, KeyDeletedError):
+            return False
+        return bool(entry.value) and entry.value != self.holder
 
     async def _keep(self, kv: Any, hold: _Hold) -> None:
         """Rewrite the slot while it is held, so its TTL frees it only when this process is gone."""

@@ -8,6 +8,7 @@ shared slots can.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -122,3 +123,32 @@ async def test_the_slot_of_a_process_that_died_holding_it_is_free_after_the_ttl(
         await nc.close()
     assert waited > 0.5  # it did wait for the dead holder's slot ...
     assert status.config.max_age == 1.0  # ... until the bucket's TTL freed it
+
+
+def test_stages_contending_for_one_slot_take_turns(nats_server: str) -> None:
+    """Two processes, four calls each, one slot: neither backlog keeps the slot to itself."""
+
+    def process(name: str, fake: FakeModelServer) -> None:
+        async def run() -> None:
+            nc = await nats.connect(nats_server)
+            settings = load_settings(model_timeout_s=30.0, model_endpoint_concurrency=1)
+            model = ChatModel.from_settings(
+                settings, f"compatible:{fake.url}/v1|{name}", setting="KOTAE_RERANKER_MODEL"
+            )
+            model.share_slots(settings, Bus(nc.jetstream))
+            try:
+                await asyncio.gather(*(model.acomplete(system="s", user="u") for _ in range(4)))
+            finally:
+                await model.aclose()
+                await nc.close()
+
+        asyncio.run(run())
+
+    with FakeModelServer("answer", delay_s=0.15, slots=1) as fake:
+        with ThreadPoolExecutor(2) as pool:
+            for run in [pool.submit(process, name, fake) for name in ("reranker", "verifier")]:
+                run.result()
+    served = [r["body"]["model"] for r in fake.requests]
+    longest = max(len(list(group)) for _, group in itertools.groupby(served))
+    assert sorted(served) == ["reranker"] * 4 + ["verifier"] * 4
+    assert longest <= 2, served
