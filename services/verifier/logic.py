@@ -6,7 +6,8 @@ This module holds the offline method, ``citation_and_support``: the citation
 check (unknown [N], uncited sentences), then every sentence against the blocks
 it cites — its key terms aligned to the evidence (alignment.py: each number,
 name and noun phrase must be there in the same relation; a bare answer must fill
-the slot its question asks about) and nearly all of its content words present
+the slot its question asks about, and one the evidence cannot place at all is unsure,
+never supported) and nearly all of its content words present
 (kotae.grounding.support). A term found only in another relation is class 1, a
 number or term found nowhere class 2, a proper name found nowhere class 3.
 It fails closed: anything it cannot establish is a detection, never a pass.
