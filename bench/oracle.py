@@ -1,6 +1,6 @@
 """A perfect model through the whole pipeline: what the offline floors and checks do to correct answers.
 
-    python bench/oracle.py SET_DIR [SET_DIR …]
+    python bench/oracle.py SET_DIR [SET_DIR …] [--keep DIR]
 
 A set is a chat-dev folder (``kb.jsonl``, ``questions.jsonl``, ``offtopic.jsonl``,
 ``injection.jsonl``). A local OpenAI-compatible endpoint (``tests/fakes/model_server.py``)
@@ -23,7 +23,8 @@ finds it. The set runs once through ``kotae eval`` (``bench/labelled_run.py``: e
 verified was stopped by something other than the model: its reasons are printed grouped by the
 check that gave them (the retriever's gate, triage, the citation check, the lexical floor, the
 relevance floor …), beside what the oracle saw (an expected document missing from the candidates
-is the retriever's miss, not a check's veto). Last line:
+is the retriever's miss, not a check's veto); ``--keep DIR`` writes each set's per-comment records
+with what the oracle saw of each (``oracle_saw``). Last line:
 ``oracle answerable verified N/M off-topic verified K/L``.
 """
 
