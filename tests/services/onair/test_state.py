@@ -248,3 +248,28 @@ async def test_every_waiter_wakes_on_a_change_and_a_wait_without_one_times_out()
     assert all(changed and waited < 0.5 for changed, waited in woken)
     quiet, waited = await _timed_wait(s, since=s.version)
     assert not quiet and waited >= 0.9
+
+
+def test_what_an_earlier_show_verified_sent_or_aired_does_not_apply_in_this_one() -> None:
+    from kotae.services.onair.shows import Show
+
+    s = state()
+    s.session.paused = True
+    s.session.blocked["troll"] = "operator"
+    s.begin_show(Show("live", ONAIR_AT), new=True)
+    assert not s.session.paused and s.session.blocked == {"troll": "operator"}  # blocks carry over
+    before = ONAIR_AT - timedelta(minutes=1)
+    assert s.on_answer(verified_answer("rehearsal", stream_id=STREAM, received_at=before), seq=1) is None
+    assert s.on_answer(verified_answer("live", stream_id=STREAM, received_at=ONAIR_AT), seq=2) is not None
+    s.on_control(ControlV1(stream_id=STREAM, command="end", issued_by="operator", created_at=before), "operator", 3)
+    s.on_control(
+        ControlV1(stream_id=STREAM, command="block", target="spam", issued_by="operator", created_at=before),
+        "operator",
+        4,
+    )
+    assert not s.session.ended and "spam" in s.session.blocked  # an old end does not end this show
+    entry = s.entries[next(iter(s.entries))]
+    assert not s.on_event(about(entry, "started", show_id="rehearsal", created_at=ONAIR_AT))
+    assert s.on_air is None
+    assert s.on_event(about(entry, "started", show_id="live", created_at=ONAIR_AT)) and s.on_air is not None
+    assert s.snapshot()["show"] == {"id": "live", "started_at": ONAIR_AT.isoformat()}
