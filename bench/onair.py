@@ -1,6 +1,7 @@
 """On air: how fast a free voice starts an answer, how much airtime a busy chat uses, what airs per minute.
 
     nice python bench/onair.py [--rates 0.5,2,8] [--minutes 2] [--free 10] [--write]
+    nice python bench/onair.py --model-calls 1000 [--model-rate 2] [--model-speed 4] [--write]
 
 On this machine, with the embedded stack (nats-server, every stage its own
 process, one on-air process with the offline voice) and the bundled sample
@@ -20,7 +21,16 @@ knowledge base:
    something was on air while an answer waited (airtime used while the queue is
    non-empty), the gap between answers while one waited, and how the rest ended.
 
-``--write`` puts the tables into docs/benchmarks.md, between this bench's markers.
+4. **model calls** (``--model-calls N``, instead of 1–3) — ``N`` comments of the busy
+   chat at ``--model-rate`` a second of chat time, replayed ``--model-speed`` times
+   faster than they were posted (merging and staleness read chat time), through
+   the stages with hosted-model settings for the reranker, generator and verifier
+   pointed at the local fake model server (``tests/fakes/model_server.py``): the
+   requests that server answered per 1,000 comments, with ingest's answer cache
+   off and on, and how the comments ended.
+
+``--write`` puts the tables into docs/benchmarks.md, between this bench's markers
+(the model-call table between markers of its own).
 """
 
 from __future__ import annotations
@@ -59,6 +69,9 @@ DOCS = ROOT / "docs" / "benchmarks.md"
 SECTION = "## On air (`bench/onair.py`)"
 BEGIN, END = "<!-- bench/onair.py --write: begin -->", "<!-- bench/onair.py --write: end -->"
 SAMPLE_KB = ROOT / "kotae" / "samples" / "kb"
+CALLS_SECTION = "## Model calls with the answer cache (`bench/onair.py --model-calls`)"
+CALLS_BEGIN = "<!-- bench/onair.py --model-calls --write: begin -->"
+CALLS_END = "<!-- bench/onair.py --model-calls --write: end -->"
 #: The bench's own on-air settings: no FAQ while the chat is quiet (it would count as airtime).
 ENV = {"KOTAE_ONAIR_IDLE_S": "0", "KOTAE_ONAIR_HTTP_PORT": "0", "KOTAE_LOG_LEVEL": "warning"}
 
@@ -237,14 +250,98 @@ def busy_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
+# --- 4. model calls, with the answer cache off and on ---------------------------------------------
+
+
+async def model_calls(n: int, rate: float, speed: float, cache: bool) -> dict[str, Any]:
+    """The fake model server's requests while ``n`` busy-chat comments are answered, the cache ``cache``."""
+    from tests.fakes.model_server import FakeModelServer, stage_responder
+
+    lines = busy_chat(n, rate_per_s=rate, seed=int(rate * 1000) + 7)
+    items = [RawModeration.model_validate(x) if "moderation" in x else RawComment.model_validate(x) for x in lines]
+    with FakeModelServer(responder=stage_responder) as fake, tempfile.TemporaryDirectory(prefix="kotae-calls-") as tmp:
+        base = f"compatible:{fake.url}/v1|"
+        env = {
+            "KOTAE_RERANKER_MODEL": base + "ranker",
+            "KOTAE_GENERATOR_MODEL": base + "writer",
+            "KOTAE_VERIFIER_MODEL": base + "checker",
+            "KOTAE_ANSWER_CACHE": "true" if cache else "false",
+            "KOTAE_LOG_LEVEL": "warning",
+        }
+        os.environ.update(env)
+        settings = load_settings(data_dir=Path(tmp) / "data")
+        load_knowledge_base(load_records(SAMPLE_KB), settings.kb, settings)
+        stack = Stack(settings, client=REPLAY, env=env)
+        await stack.start()
+        started = time.monotonic()
+        try:
+            result = await run_replay(
+                stack.settings_for(), stack.address, items, timeout=900, timing="original", speed=speed
+            )
+        finally:
+            stack.stop()
+        requests = len(fake.requests)
+    answers = list(result.answers.values())
+    cached = sum(1 for a in answers if a.cached_from is not None)
+    comments = len(result.records)
+    return {
+        "cache": cache,
+        "comments": comments,
+        "requests": requests,
+        "per_1000": 1000 * requests / max(comments, 1),
+        "carried": sum(len(a.model_calls) for a in answers),
+        "outcomes": Counter(a.outcome for a in answers),
+        "cached": cached,
+        "merged": sum(1 for a in answers if a.merged_into),
+        "took_s": time.monotonic() - started,
+    }
+
+
+def calls_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| answer cache | comments | model requests | per 1,000 comments | verified (of them cached) | "
+        "merged by triage | other outcomes | wall time (s) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        rest = ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()) if k != "verified")
+        lines.append(
+            f"| {'on' if r['cache'] else 'off'} | {r['comments']} | {r['requests']} | {r['per_1000']:.0f} | "
+            f"{r['outcomes'].get('verified', 0)} ({r['cached']}) | {r['merged']} | {rest} | {r['took_s']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def write_section(text: str, begin: str = BEGIN, end: str = END, section: str = SECTION) -> None:
     doc = DOCS.read_text(encoding="utf-8")
-    generated = f"{BEGIN}\n\n{text}\n\n{END}"
-    if BEGIN in doc and END in doc:
-        doc = doc[: doc.index(BEGIN)] + generated + doc[doc.index(END) + len(END) :]
+    generated = f"{begin}\n\n{text}\n\n{end}"
+    if begin in doc and end in doc:
+        doc = doc[: doc.index(begin)] + generated + doc[doc.index(end) + len(end) :]
     else:
-        doc = doc.rstrip("\n") + f"\n\n{SECTION}\n\n{generated}\n"
+        doc = doc.rstrip("\n") + f"\n\n{section}\n\n{generated}\n"
     DOCS.write_text(doc, encoding="utf-8")
+
+
+async def calls_main(args: argparse.Namespace) -> None:
+    machine, load = describe(), os.getloadavg()[0]
+    rows = []
+    for cache in (False, True):
+        rows.append(await model_calls(args.model_calls, args.model_rate, args.model_speed, cache))
+        print(calls_table(rows[-1:]), flush=True)
+    table = calls_table(rows)
+    before, after = rows[0]["per_1000"], rows[1]["per_1000"]
+    text = (
+        f"Machine: {machine}; load average at start {load:.1f}. {args.model_calls} comments of "
+        f"`kotae.samples.busy_chat` at {args.model_rate:g}/s of chat time, replayed {args.model_speed:g}× faster; "
+        "reranker, generator and verifier on the local fake model server (every request counted there); "
+        f"merge window 180 s of chat time.\n\n{table}\n\n"
+        f"Model requests per 1,000 comments: {before:.0f} without the cache, {after:.0f} with it "
+        f"({after / before:.2f}×)."
+    )
+    print("\n" + text)
+    if args.write:
+        write_section(text, CALLS_BEGIN, CALLS_END, CALLS_SECTION)
+        print(f"\nwrote {DOCS}")
 
 
 async def main() -> None:
@@ -254,7 +351,13 @@ async def main() -> None:
     parser.add_argument("--free", type=int, default=10, help="answers sent one at a time to a free voice")
     parser.add_argument("--voice-answers", type=int, default=12, help="sample answers per language for the RTF")
     parser.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
+    parser.add_argument("--model-calls", type=int, default=0, help="comments of the model-call count (only that)")
+    parser.add_argument("--model-rate", type=float, default=2.0, help="comments a second of chat time")
+    parser.add_argument("--model-speed", type=float, default=4.0, help="times faster than the chat was posted")
     args = parser.parse_args()
+    if args.model_calls:
+        await calls_main(args)
+        return
 
     machine = describe()
     load = os.getloadavg()[0]
