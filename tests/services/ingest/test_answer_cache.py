@@ -5,15 +5,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kotae.contracts import subjects
+import nats
+
+from kotae.bus.topology import ensure_streams_at
+from kotae.contracts import Evidence, subjects
 from kotae.knowledge.loading import load_knowledge_base
-from kotae.knowledge.records import load_records
+from kotae.knowledge.records import KBRecord, load_records
+from kotae.knowledge.store import KnowledgeStore, chunk_record
 from kotae.replay import ReplayResult, run_replay
 from kotae.services.evaluator.report import collect_evaluations, render_report
+from kotae.services.ingest.answer_cache import AnswerCache
 from kotae.services.ingest.sources import RawComment
 from kotae.services.ingest.triage import MergeKey
 from kotae.settings import Settings
-from tests.factories import read_all
+from tests.factories import comment, read_all, verified_answer
 from tests.integration.stages import running_stages
 
 AT = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)
@@ -99,3 +104,41 @@ def test_questions_the_merge_rule_keeps_apart_are_never_one_cached_question() ->
     a, b = MergeKey.of("日本共産党の略称は?"), MergeKey.of("日本共産党の機関紙は?")
     assert not a.same_question(b, 0.5)
     assert a.same_question(MergeKey.of("日本共産党の略称は"), 0.5)
+
+
+async def test_the_cache_answers_only_what_the_merge_rule_calls_the_same_question(
+    nats_url: str, settings: Settings
+) -> None:
+    """The cache on its own, against a real nats-server: one party, two things asked (as in triage's tests)."""
+    record = KBRecord(
+        id="jcp", kind="doc", title="日本共産党", text="日本共産党の略称は共産党です。機関紙はしんぶん赤旗です。"
+    )
+    KnowledgeStore(settings.kb_dir, "default").load([record])
+    chunk = chunk_record(record)[0]
+    evidence = Evidence(doc_id="jcp", chunk_id=chunk.chunk_id, text=chunk.text)
+    await ensure_streams_at(nats_url, settings)
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        opened = dict(stream_id="stream-1", kb="default", threshold=0.5)
+        cache = await AnswerCache.open(js, settings, session="show-1", **opened)  # type: ignore[arg-type]
+        asked = comment("a1", "日本共産党の略称は？")
+        cache.expect(asked)
+        verified = verified_answer("a1", asked.text, "日本共産党の略称は共産党です[1]。", docs=[evidence])
+        await js.publish(
+            subjects.answer("verified"), verified.model_copy(update={"comment": asked}).model_dump_json().encode()
+        )
+        await cache.close()  # returns once the verified answer is kept
+        assert await cache.answer_for(comment("a2", "日本共産党の機関紙は？"), None) is None
+        hit = await cache.answer_for(comment("a3", "日本共産党の略称は"), "trace-a3")
+        assert hit is not None and hit.cached_from is not None and hit.cached_from.comment_id == "a1"
+        assert (hit.comment_id, hit.trace_id, hit.citations) == ("a3", "trace-a3", verified.citations)
+        # Kept in the bucket: a later process of the same show finds it; another session's does not.
+        later = await AnswerCache.open(js, settings, session="show-1", **opened)  # type: ignore[arg-type]
+        assert await later.answer_for(comment("a4", "日本共産党の略称は？"), None) is not None
+        other = await AnswerCache.open(js, settings, session="replay-2", **opened)  # type: ignore[arg-type]
+        assert await other.answer_for(comment("a5", "日本共産党の略称は？"), None) is None
+        await later.close()
+        await other.close()
+    finally:
+        await nc.close()
