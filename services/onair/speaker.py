@@ -210,7 +210,7 @@ class Speaker:
     def _about(self, entry: Entry, event: str, **fields: object) -> OnAirEventV1:
         """An event about ``entry``; a thanks shows the line it says (it has no answer of its own to show)."""
         if entry.thanks is not None:
-            fields.setdefault("answer", self._speech_of(entry)[0])
+            fields.setdefault("answer", self.state.spoken.shown(entry))
         return about(entry, event, **fields)
 
     def _thank_instead(self, entry: Entry, reason: str, credited_to: str | None) -> None:

@@ -48,6 +48,12 @@ class SpokenText:
                 self._known.popitem(last=False)
         return known
 
+    def shown(self, entry: Entry) -> str | None:
+        """What the overlay shows for a thanks: its line as written (the name as the viewer spells it)."""
+        if entry.thanks is None:
+            return None
+        return self.thanks.line(entry.answer.comment, entry.thanks)[0]
+
     def _make(self, entry: Entry) -> tuple[str, Lang]:
         comment = entry.answer.comment
         if entry.thanks is not None:

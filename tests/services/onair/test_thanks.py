@@ -51,6 +51,7 @@ async def test_a_super_chat_whose_question_already_aired_is_thanked_on_air_with_
     assert thanks.kind == "thanks" and thanks.credited_to == "first"
     assert thanks.speech and "アリスさん" in thanks.speech and "お答えしました" in thanks.speech
     assert "応援" not in thanks.speech and thanks.question is None  # the viewer's message is never read
+    assert thanks.answer and thanks.answer.startswith("アリスさん、スーパーチャットありがとうございます！")
     assert thanks.audio_url and thanks.audio_ms and thanks.audio_ms > 1000
     url = await harness.http()
     async with httpx.AsyncClient(timeout=5) as client:
