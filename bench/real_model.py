@@ -471,7 +471,7 @@ def main() -> None:
             for qs in sets:
                 print(f"{config} on {qs.name} ({len(qs.questions)} comments)…", file=sys.stderr, flush=True)
                 # A comment may wait for three stages' calls at one slot: minutes each on 2 shared cores.
-                eval_args = ["--timeout", str(max(600.0, 300.0 * len(qs.questions)) if CONFIGS[config][0] else 600.0)]
+                eval_args = ["--timeout", str(max(600.0, 600.0 * len(qs.questions)) if CONFIGS[config][0] else 600.0)]
                 if "evaluator" in CONFIGS[config][0]:
                     eval_args += ["--evaluations-wait", str(90.0 * len(qs.questions))]
                 run = run_eval(qs.files, qs.kb, env=env, args=eval_args, timeout_s=24 * 3600.0)
