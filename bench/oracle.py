@@ -48,11 +48,22 @@ from chat_dev import FILES, domain_tables  # noqa: E402
 from labelled_run import run_eval  # noqa: E402
 from machine import describe  # noqa: E402
 
+from kotae.contracts import DraftV1, RerankV1, RetrievalV1  # noqa: E402
 from kotae.knowledge.text import split_sentences  # noqa: E402
+from kotae.services import STAGES  # noqa: E402
 from kotae.services.evaluator.labelled import fact_found, normalize_fact  # noqa: E402
 from kotae.services.generator.logic import NOT_FOUND  # noqa: E402
 
 MODEL = "oracle"
+
+
+def _stage_taking(contract: type) -> str:
+    """The name of the stage that consumes ``contract``, as the registry declares it."""
+    return next(stage.name for stage in STAGES if stage.consumes is not None and stage.consumes.contract is contract)
+
+
+#: The three stages whose prompts the oracle answers, named as the registry names them.
+RERANKER, GENERATOR, VERIFIER = (_stage_taking(c) for c in (RetrievalV1, RerankV1, DraftV1))
 #: A numbered block as the reranker, generator and verifier prompts show it.
 _HEAD = re.compile(r"^\[(\d+)\] \((document|FAQ)\) ?(.*?)(?: — source: .*)?$", re.M)
 #: The end of the last block in each prompt: the generator's question, the verifier's draft.
@@ -202,7 +213,7 @@ class LabelOracle:
         return sorted(mine, key=lambda b: (-self._facts_held(b, label), b.n))
 
     def rerank(self, user: str) -> str:
-        label = self.label(fenced(user, "Question / 質問:"), "reranker")
+        label = self.label(fenced(user, "Question / 質問:"), RERANKER)
         if label is None or label.kind != "answerable":
             return json.dumps({"ids": []})
         return json.dumps({"ids": [b.n for b in self.expected(self.blocks(user, "Candidates / 候補:"), label)]})
@@ -210,7 +221,7 @@ class LabelOracle:
     def generate(self, user: str) -> str:
         m = re.search(r"Question \((\w+)\) / 質問:", user)
         lang = m.group(1) if m and m.group(1) in NOT_FOUND else "ja"
-        label = self.label(fenced(user, "Question ("), "generator")
+        label = self.label(fenced(user, "Question ("), GENERATOR)
         if label is None or label.kind != "answerable":
             return NOT_FOUND[lang]
         blocks = self.expected(self.blocks(user, "Documents / 資料:"), label)
@@ -237,7 +248,7 @@ class LabelOracle:
         return chosen
 
     def verify(self, user: str) -> str:
-        label = self.label(fenced(user, "Question / 質問:"), "verifier")
+        label = self.label(fenced(user, "Question / 質問:"), VERIFIER)
         if label is not None and label.kind == "answerable":
             return json.dumps({"verdict": 0, "findings": []})
         problem = "the labels say the knowledge base does not answer this comment"
@@ -311,7 +322,9 @@ def run_set(folder: Path, keep: Path | None = None) -> tuple[list[str], Counter[
         (keep / f"{folder.name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (a, m), (k, n) = tally(run.records, "answerable"), tally(run.records, "offtopic")
     lines = domain_tables(folder.name, run.sets, run.seconds)
-    drafted = [r for r in run.records if r["kind"] == "answerable" and "reached the generator" in oracle.seen[r["id"]]]
+    drafted = [
+        r for r in run.records if r["kind"] == "answerable" and f"reached the {GENERATOR}" in oracle.seen[r["id"]]
+    ]
     lines += [
         f"{folder.name}: answerable verified {a}/{m}, off-topic verified {k}/{n}; "
         f"of the {len(drafted)} answerable comments that reached the models, "
