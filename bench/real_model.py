@@ -64,6 +64,7 @@ from machine import describe  # noqa: E402
 from kotae.contracts import AnswerV1, DraftV1  # noqa: E402
 from kotae.providers import BadReply, ChatModel, Completion, ModelUnavailable  # noqa: E402
 from kotae.services import STAGES  # noqa: E402
+from kotae.stage import hot_path  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 SAMPLES = ROOT / "kotae" / "samples"
@@ -81,12 +82,16 @@ WRITER = next(
     for stage in STAGES
     if stage.model_setting and any(out.contract is DraftV1 for out in stage.outputs)
 )
+#: The model methods of the stages after the retriever on the hot path (reranker, generator, verifier).
+ANSWERING = tuple(
+    hop.stage.model_setting.removesuffix("_model") for hop in hot_path(STAGES)[1:] if hop.stage.model_setting
+)
 CONFIGS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "offline": ((), {}),
     WRITER: ((WRITER,), {}),
     "all": (tuple(STAGE_SETTINGS), {"KOTAE_VERIFIER_MODE": "model"}),
     # The reranker, the generator and the verifier, each a process of its own, on one one-slot server.
-    "hot-path": (("reranker", WRITER, "verifier"), {"KOTAE_VERIFIER_MODE": "model"}),
+    "hot-path": (ANSWERING, {"KOTAE_VERIFIER_MODE": "model"}),
     "cascade": (tuple(STAGE_SETTINGS), {"KOTAE_VERIFIER_MODE": "cascade"}),
 }
 
