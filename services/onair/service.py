@@ -12,7 +12,7 @@ current:
 | ``show.<stream>`` | the current show: its id and when it began (:mod:`kotae.services.onair.shows`) | when a process starts a show |
 | ``session.<stream>`` | pause, hold, ended, blocked viewers, approvals, FAQ aired, last command included | when it changes |
 | ``progress.<stream>`` | when the oldest answer still waiting was verified (a rebuild reads from there) | every few seconds |
-| ``status.<stream>`` | what ``kotae onair status`` prints | at most twice a second, on change |
+| ``status.<stream>`` | what ``kotae onair status`` prints | on each change (a burst coalesced), and every few seconds |
 """
 
 from __future__ import annotations
@@ -49,7 +49,12 @@ from kotae.stage import ServiceContext
 
 log = structlog.get_logger("kotae.onair")
 
-STATUS_EVERY_S = 0.5
+#: Back-to-back status writes are this far apart at least: a burst of changes (a replay queues dozens of
+#: answers at once) costs a few writes of the bucket, not one per change. The first change after a quiet
+#: spell is written at once.
+STATUS_MIN_GAP_S = 0.05
+#: The status is rewritten this often even when nothing changed (its age says the speaker is alive), and the
+#: progress key (where a rebuild starts reading) is kept this current.
 PROGRESS_EVERY_S = 5.0
 
 if add_pages not in ROUTES:
@@ -201,16 +206,24 @@ class OnAirProcess:
                 await lease.release()
 
     async def _report(self, kv: KeyValue, lease: Lease, url: str | None) -> None:
-        """Keep the bucket's status, session and progress current while speaking."""
+        """Keep the bucket's status, session and progress current while speaking.
+
+        It wakes on each change of the state (a change made while it writes is never missed: the
+        version is read before the writes) and otherwise only when the heartbeat is due.
+        """
         version = -1
         session = b""
-        progress_at = status_at = 0.0
         loop = asyncio.get_running_loop()
+        progress_at = status_at = loop.time() - PROGRESS_EVERY_S
         while lease.held:
+            seen = self.state.version  # before the awaits below: a change during them ends the wait at once
             try:
-                # On every change, and every few seconds anyway: its age says the speaker is alive.
-                if self.state.version != version or loop.time() - status_at >= PROGRESS_EVERY_S:
-                    version, status_at = self.state.version, loop.time()
+                if seen != version or loop.time() - status_at >= PROGRESS_EVERY_S:
+                    gap = status_at + STATUS_MIN_GAP_S - loop.time()
+                    if gap > 0:  # right after a write: let the rest of a burst join this one
+                        await asyncio.sleep(gap)
+                        seen = self.state.version
+                    version, status_at = seen, loop.time()
                     await self._write_status(kv, url, speaking=True)
                 now_session = self.state.session.to_json()
                 if now_session != session:
@@ -221,7 +234,10 @@ class OnAirProcess:
                     await kv.put(key_for("progress", self.stream_id), json.dumps({"at": self._oldest()}).encode())
             except (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.js.errors.APIError) as exc:
                 log.warning("onair.status_not_written", error=type(exc).__name__)
-            await asyncio.sleep(STATUS_EVERY_S)
+            # The one timeout: the heartbeat (the status's age, the progress key). Losing the lease
+            # cancels this task, so nothing else needs a timer here.
+            due = min(status_at, progress_at) + PROGRESS_EVERY_S - loop.time()
+            await self.state.wait_changed(max(due, STATUS_MIN_GAP_S), since=seen)
 
     def _oldest(self) -> str:
         """When the oldest answer still without an outcome was verified (now, when none waits)."""

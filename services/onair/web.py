@@ -62,7 +62,9 @@ class EventFeed:
 
     def __init__(self, kept: int = FEED_KEPT) -> None:
         self._events: deque[tuple[int, OnAirEventV1]] = deque(maxlen=kept)
-        self._new = asyncio.Condition()
+        # Set by the next event added, then replaced: an event that is never cleared cannot lose
+        # an event added between a reader's look at the feed and its wait.
+        self._next = asyncio.Event()
         self.latest = 0
 
     def add(self, seq: int, event: OnAirEventV1) -> None:
@@ -70,11 +72,8 @@ class EventFeed:
             return
         self._events.append((seq, event))
         self.latest = max(self.latest, seq)
-        asyncio.get_running_loop().create_task(self._wake())
-
-    async def _wake(self) -> None:
-        async with self._new:
-            self._new.notify_all()
+        self._next.set()
+        self._next = asyncio.Event()
 
     def since(self, seq: int) -> list[tuple[int, OnAirEventV1]]:
         return [(s, e) for s, e in self._events if s > seq]
@@ -83,17 +82,18 @@ class EventFeed:
         """Events after ``since`` as they come; None every ``KEEPALIVE_S`` of quiet."""
         last = since
         while not stop.is_set():
+            added = self._next  # taken before the look below, with no await between them
             fresh = self.since(last)
             for seq, event in fresh:
                 last = max(last, seq)
                 yield seq, event
             if fresh:
                 continue
-            async with self._new:
-                try:
-                    await asyncio.wait_for(self._new.wait(), KEEPALIVE_S)
-                except TimeoutError:
-                    yield None
+            try:
+                # The one timeout: a keepalive, so that a proxy keeps a quiet stream open.
+                await asyncio.wait_for(added.wait(), KEEPALIVE_S)
+            except TimeoutError:
+                yield None
 
 
 @dataclass

@@ -33,10 +33,13 @@ ASSETS = {
     "console.css": "text/css",
     "console.js": "text/javascript",
 }
-#: How often a page's stream looks for a change (the state's own change signal belongs to the speaker).
-POLL_S = 0.1
-#: A page's stream resends the state this often even when nothing changed (the server's clock moves on).
+#: The overlay's stream resends the state this often even when nothing changed: the server's clock moves on
+#: (the page counts an answer's time left from it).
 RESEND_S = 5.0
+#: The console's stream looks this often besides each change: the stages' health it shows is read from
+#: JetStream (lag, processes), and no event says when that changed.
+CONSOLE_REFRESH_S = 1.0
+#: A comment line on a quiet stream, so that a proxy between the page and the server keeps it open.
 KEEPALIVE_S = 15.0
 
 _CSP = (
@@ -81,9 +84,15 @@ def _same_origin(request: web.Request) -> bool:
 
 
 async def _stream(
-    request: web.Request, site: Any, view: Callable[[], Awaitable[dict[str, Any]]], changed: Callable[[], Any]
+    request: web.Request, site: Any, view: Callable[[], Awaitable[dict[str, Any]]], refresh_s: float
 ) -> web.StreamResponse:
-    """Server-Sent Events: the whole state first (a reload or a reconnect resumes from it), then on each change."""
+    """Server-Sent Events: the whole state first (a reload or a reconnect resumes from it), then on each change.
+
+    The stream wakes on the state's next change, never missed: the version is read before the
+    awaits that build and send a view, so a change made during them ends the next wait at once.
+    Its only timers are ``refresh_s`` (what changes with no event: the clock, the stages' health)
+    and the keepalive.
+    """
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -92,25 +101,38 @@ async def _stream(
         }
     )
     await response.prepare(request)
-    last_marker: Any = object()
+    state = site.state
+    sent_version: int | None = None
     last_body = ""
     sent_at = keepalive_at = time.monotonic()
     with contextlib.suppress(ConnectionResetError, asyncio.CancelledError, RuntimeError):
         await response.write(b"retry: 1000\n\n")
         while not site.stopping.is_set():
-            marker = changed()
+            seen = state.version
             now = time.monotonic()
-            if marker != last_marker or now - sent_at >= RESEND_S:
-                last_marker = marker
+            if seen != sent_version or now - sent_at >= refresh_s:
+                sent_version = seen
                 body = json.dumps(await view(), ensure_ascii=False)
-                if body != last_body or now - sent_at >= RESEND_S:
+                if body != last_body or now - sent_at >= refresh_s:
                     await response.write(f"id: {site.feed.latest}\nevent: state\ndata: {body}\n\n".encode())
                     last_body, sent_at, keepalive_at = body, now, now
             elif now - keepalive_at >= KEEPALIVE_S:
                 await response.write(b": keepalive\n\n")
                 keepalive_at = now
-            await asyncio.sleep(POLL_S)
+            due = min(sent_at + refresh_s, keepalive_at + KEEPALIVE_S) - time.monotonic()
+            await _changed_or_stopping(state, seen, max(due, 0.0), site.stopping)
     return response
+
+
+async def _changed_or_stopping(state: Any, since: int, timeout: float, stopping: asyncio.Event) -> None:
+    """Return on the state's first change after version ``since``, on ``stopping``, or after ``timeout``."""
+    changed = asyncio.ensure_future(state.wait_changed(timeout, since=since))
+    stopped = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({changed, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        changed.cancel()
+        stopped.cancel()
 
 
 class PageRoutes:
@@ -179,12 +201,10 @@ class PageRoutes:
         return _json(await self.console_view())
 
     async def overlay_stream(self, request: web.Request) -> web.StreamResponse:
-        state, feed = self.site.state, self.site.feed
-        return await _stream(request, self.site, self.overlay_view, lambda: (state.version, feed.latest))
+        return await _stream(request, self.site, self.overlay_view, RESEND_S)
 
     async def console_stream(self, request: web.Request) -> web.StreamResponse:
-        state = self.site.state
-        return await _stream(request, self.site, self.console_view, lambda: (state.version, int(time.monotonic())))
+        return await _stream(request, self.site, self.console_view, CONSOLE_REFRESH_S)
 
     async def command(self, request: web.Request) -> web.Response:
         """A console action: the token in the Authorization header, the command as JSON; sent over the bus."""
