@@ -55,6 +55,31 @@ class SuperChat(BaseModel):
     currency: str = Field(min_length=3, max_length=3)
 
 
+MembershipKind = Literal["new_member", "milestone", "gift", "gift_received"]
+
+
+class Membership(BaseModel):
+    """A membership event of the platform: someone joined, renewed, gave or received a membership.
+
+    YouTube's ``newSponsorEvent`` (``new_member``), ``memberMilestoneChatEvent`` (``milestone``, the
+    only kind with a message of the viewer's own), ``membershipGiftingEvent`` (``gift``: the giver) and
+    ``giftMembershipReceivedEvent`` (``gift_received``). The on-air stage thanks it; a milestone's
+    message is also a question candidate.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: MembershipKind
+    level: str | None = Field(default=None, max_length=200, description="The membership level's name.")
+    months: int | None = Field(default=None, ge=0, description="A milestone's months of membership.")
+    gifts: int | None = Field(default=None, ge=0, description="How many memberships a gift gave.")
+    with_message: bool = Field(
+        default=False,
+        description="The viewer wrote a message with it (a milestone's comment): the comment's `text` is theirs "
+        "and may be a question. False: the text is the platform's own line, never read or answered.",
+    )
+
+
 M = TypeVar("M", bound="PipelineMessage")
 
 
@@ -124,6 +149,11 @@ class CommentV1(_Forwarding, _Message):
         default=None,
         max_length=200,
         description="The author's display name as the platform shows it, when `author` is a hashed id.",
+    )
+    membership: Membership | None = Field(
+        default=None,
+        description="The membership event this comment stands for (None: an ordinary comment); the on-air stage "
+        "thanks it. Its `text` is the viewer's message, or for an event without one the platform's own line.",
     )
     rewrite: Text | None = Field(
         default=None,

@@ -6,7 +6,7 @@ and serves them on ``ws://127.0.0.1:11180/sub``. Each frame is JSON with a
 ones, both as ``data.comments``: a list of ``{id, service, name, url, data}``
 where ``data`` holds the comment (``id``, ``userId``, ``name``/``displayName``,
 ``comment`` as escaped HTML with emoji as ``<img>``, ``timestamp`` in
-milliseconds, ``isOwner``, ``hasGift``, ``price``, ``unit``, ``paidText``).
+milliseconds, ``isOwner``, ``isMember``, ``hasGift``, ``price``, ``unit``, ``paidText``).
 A ``deleted`` frame (a moderator removed comments on the platform, or the
 streamer in OneComme) becomes one ``message_deleted`` moderation event per
 comment; OneComme's documentation of that frame is incomplete, so its ``data``
@@ -140,6 +140,7 @@ def parse_frame(frame: str | bytes) -> list[RawComment]:
                     text=text,
                     published_at=_published(data.get("timestamp")),
                     superchat=superchat,
+                    member=bool(data.get("isMember")),  # YouTube's isChatSponsor, as OneComme passes it on
                 )
             )
         except (KeyError, TypeError, ValueError, ValidationError) as exc:

@@ -1,6 +1,7 @@
 """Comment sources: a JSONL replay file and standard input, paced or not.
 
-A line is ``{"id", "author", "text"[, "author_id", "published_at", "superchat", "member"]}``, or a
+A line is ``{"id", "author", "text"[, "author_id", "published_at", "superchat", "member", "membership"]}``
+(``membership``: ``{"kind": "new_member"|"milestone"|"gift"|"gift_received"[, "with_message"]}``), or a
 moderation event: ``{"id", "moderation": "message_deleted", "comment_id"[, "published_at"]}`` (a
 moderator deleted that comment) or ``{"id", "moderation": "user_banned", "author"[, "author_id",
 "ban_type", "ban_duration_s", "published_at"]}`` (a moderator banned that viewer). A file is read
@@ -22,6 +23,7 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kotae.contracts import SuperChat
+from kotae.contracts.v1 import Membership
 
 
 class CommentInputError(ValueError):
@@ -42,6 +44,9 @@ class RawComment(BaseModel):
     published_at: datetime | None = None
     superchat: SuperChat | None = None
     member: bool = Field(default=False, description="The platform says the author is a member of the channel.")
+    membership: Membership | None = Field(
+        default=None, description="A membership event (joined, milestone, gift): thanked on air."
+    )
 
     @field_validator("published_at")
     @classmethod

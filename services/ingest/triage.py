@@ -408,18 +408,22 @@ class Triage:
 
     def to_comment(self, raw: RawComment) -> CommentV1:
         norm = normalize(raw.text) or raw.text
+        # A membership event without the viewer's words carries the platform's line, whose language is the
+        # API client's, not the viewer's: it is thanked in the stream's language (the contract's default).
+        own_words = raw.membership is None or raw.membership.with_message
         return CommentV1(
             comment_id=raw.id,
             stream_id=self.stream_id,
             author=self.author_of(raw),
             text=raw.text,
             normalized=norm,
-            lang=detect_lang(norm),
+            lang=detect_lang(norm) if own_words else CommentV1.model_fields["lang"].default,
             published_at=raw.published_at or datetime.now(UTC),
             source=self.source,
             superchat=raw.superchat,
             priority=2 if raw.superchat else 1,
             kb=self.kb,
+            membership=raw.membership,
         )
 
     # --- the steps ----------------------------------------------------------------
@@ -435,7 +439,7 @@ class Triage:
             return None
         self.seen.add(raw.id)
         comment = self.to_comment(raw)
-        blocked = self._blocked(comment)
+        blocked = self._blocked(comment) or _thanks_only(comment)
         if blocked:
             return blocked
         verdict = None if awaiting_reply or comment.superchat else is_question(comment.normalized)
@@ -453,7 +457,7 @@ class Triage:
                 continue
             self.seen.add(raw.id)
             comment = self.to_comment(raw)
-            blocked = self._blocked(comment)
+            blocked = self._blocked(comment) or _thanks_only(comment)
             if blocked:
                 decisions[i] = blocked
             else:
@@ -503,7 +507,9 @@ class Triage:
         paid = comment.superchat is not None
         words = _Words.of(comment.normalized) if self.merge_window_s else None
         asks = _Asks.of(comment.normalized) if self.merge_window_s else None
-        if not paid:
+        # A paying viewer, or one marking their membership, is answered or thanked on their own: never
+        # merged into another's question, never rate-limited away.
+        if not paid and comment.membership is None:
             earlier = self._near_duplicate(at, words, asks) if words is not None else None
             if earlier is not None:
                 return Dropped(
@@ -553,6 +559,20 @@ class Triage:
         horizon = at - timedelta(seconds=120)  # the last minute, with a margin for late arrivals
         while self._admitted_at and self._admitted_at[0] < horizon:
             self._admitted_at.popleft()
+
+
+#: The method of a membership event that triage sends on as a thanks only (it asks nothing).
+THANKS_ONLY_METHOD = "membership"
+
+
+def _thanks_only(comment: CommentV1) -> Dropped | None:
+    """A membership event without a message of the viewer's own: the on-air stage thanks it, nothing answers it."""
+    membership = comment.membership
+    if membership is None or membership.with_message:
+        return None
+    return Dropped(
+        comment, f"thanks_only: a membership event ({membership.kind}) without a message", THANKS_ONLY_METHOD
+    )
 
 
 def order_for_publishing(decisions: Sequence[tuple[int, Decision]]) -> list[tuple[int, Decision]]:

@@ -20,7 +20,10 @@
   an ``activeLiveChatId`` — stops the poller cleanly with the reason.
 
 Text messages and Super Chats become :class:`RawComment` (amount in major units
-from ``amountMicros``, currency kept; ``isChatSponsor`` says a member asked); the
+from ``amountMicros``, currency kept; ``isChatSponsor`` says a member asked), and so
+do membership events (``newSponsorEvent``, ``memberMilestoneChatEvent`` with its
+optional ``userComment``, ``membershipGiftingEvent``, ``giftMembershipReceivedEvent``:
+see :func:`membership_of`), which the on-air stage thanks; the
 author's channel id travels only as ``author_id``, which triage hashes with the
 salt before anything is published. A moderator's ``messageDeletedEvent`` and
 ``userBannedEvent`` become :class:`RawModeration` (the deleted message's id; the
@@ -45,6 +48,7 @@ import httpx
 from pydantic import ValidationError
 
 from kotae.contracts import SuperChat
+from kotae.contracts.v1 import Membership
 from kotae.logs import get_logger
 from kotae.services.ingest.sources import ChatItem, RawComment, RawModeration
 from kotae.services.ingest.state import IngestState
@@ -341,11 +345,45 @@ class YouTubeLiveChat:
             await self._client.aclose()
 
 
-def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]:
-    """Text messages and Super Chats of a page as comments, and whether the chat ended in it.
+#: YouTube's membership events, by the kind kotae names them.
+MEMBERSHIP_EVENTS = {
+    "newSponsorEvent": ("new_member", "newSponsorDetails"),
+    "memberMilestoneChatEvent": ("milestone", "memberMilestoneChatDetails"),
+    "membershipGiftingEvent": ("gift", "membershipGiftingDetails"),
+    "giftMembershipReceivedEvent": ("gift_received", "giftMembershipReceivedDetails"),
+}
 
-    Other events (memberships, stickers; deletions and bans are :func:`parse_moderation`'s)
-    are skipped; a malformed item is logged and skipped, never fatal.
+
+def membership_of(snippet: dict[str, Any]) -> tuple[Membership, str] | None:
+    """A membership event's :class:`Membership` and the comment's text, or None for other kinds.
+
+    Only a milestone carries a message of the viewer's own (``userComment``), and only that
+    message may be a question; otherwise the text is the platform's ``displayMessage`` (say,
+    "Welcome to …!"), which triage never sends on as a question and the voice never reads.
+    """
+    known = MEMBERSHIP_EVENTS.get(snippet.get("type") or "")
+    if known is None:
+        return None
+    kind, details_field = known
+    details = snippet.get(details_field) or {}
+    message = str(details.get("userComment") or "").strip() if kind == "milestone" else ""
+    months, gifts = details.get("memberMonth"), details.get("giftMembershipsCount")
+    membership = Membership(
+        kind=kind,  # type: ignore[arg-type]  # one of MembershipKind by the table above
+        level=details.get("memberLevelName") or details.get("giftMembershipsLevelName"),
+        months=int(months) if months is not None else None,
+        gifts=int(gifts) if gifts is not None else None,
+        with_message=bool(message),
+    )
+    return membership, message or str(snippet.get("displayMessage") or "").strip() or kind
+
+
+def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]:
+    """Text messages, Super Chats and membership events of a page as comments, and whether the chat
+    ended in it.
+
+    Other events (stickers, polls; deletions and bans are :func:`parse_moderation`'s) are
+    skipped; a malformed item is logged and skipped, never fatal.
     """
     comments: list[RawComment] = []
     ended = False
@@ -355,13 +393,17 @@ def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]
         if kind == "chatEndedEvent":
             ended = True
             continue
-        if kind not in ("textMessageEvent", "superChatEvent"):
+        if kind not in ("textMessageEvent", "superChatEvent", *MEMBERSHIP_EVENTS):
             continue
         author = item.get("authorDetails") or {}
         try:
             member = bool(author.get("isChatSponsor"))
-            superchat = None
-            if kind == "superChatEvent":
+            superchat = membership = None
+            event = membership_of(snippet)
+            if event is not None:
+                membership, text = event
+                member = kind != "membershipGiftingEvent" or member  # a giver need not be a member
+            elif kind == "superChatEvent":
                 details = snippet.get("superChatDetails") or {}
                 superchat = SuperChat(
                     amount=int(details["amountMicros"]) / 1_000_000, currency=str(details["currency"])
@@ -387,6 +429,7 @@ def parse_messages(items: list[dict[str, Any]]) -> tuple[list[RawComment], bool]
                     published_at=snippet.get("publishedAt"),
                     superchat=superchat,
                     member=member,
+                    membership=membership,
                 )
             )
         except (KeyError, ValueError, TypeError, ValidationError) as exc:

@@ -100,11 +100,13 @@ class Follower:
         return callback
 
     def _answer(self, msg: Msg) -> None:
+        # Read the bytes first: most answers are none of the queue's business (JSON escapes a viewer's quotes).
+        unthanked = b'"superchat":null' in msg.data and b'"membership":{' not in msg.data
         if msg.subject == _DROPPED:
-            if b'"merged_into":null' in msg.data:
-                return  # a dropped comment that credits nobody: nothing for the queue
-        elif msg.subject != _VERIFIED and b'"superchat":null' in msg.data:
-            return  # only a Super Chat is aired (as a thanks) without a verified answer
+            if b'"merged_into":null' in msg.data and unthanked:
+                return  # a dropped comment that credits nobody and is thanked for nothing: nothing for the queue
+        elif msg.subject != _VERIFIED and unthanked:
+            return  # only a Super Chat or a membership event is aired (as a thanks) without a verified answer
         answer = AnswerV1.model_validate_json(msg.data)
         self.state.on_answer(answer, _seq(msg), (msg.headers or {}).get("traceparent"))
 

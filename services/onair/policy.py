@@ -22,8 +22,8 @@ them in the order they apply):
   entries: :func:`to_shed`.
 
 An operator's ``next`` puts an entry above every rank (and past the cooldown);
-the others rules still apply to it. A Super Chat is never merely ``already
-aired``: it airs as a thanks (:mod:`kotae.services.onair.thanks`), or its answer
+the others rules still apply to it. A Super Chat (or a membership event's
+question) is never merely ``already aired``: it airs as a thanks (:mod:`kotae.services.onair.thanks`), or its answer
 airs again (``superchat_repeat``), and a thanks is no repeat of anything.
 
 Withdrawals (a deleted comment, a banned or blocked viewer, a superseded
@@ -40,7 +40,7 @@ from typing import Any
 
 from kotae.contracts import AnswerV1, Asker, SuperChat
 from kotae.contracts.v1 import Tier
-from kotae.services.onair.thanks import Thanks
+from kotae.services.onair.thanks import Thanks, thanked_viewer
 
 TIER_RANK: dict[str, int] = {"superchat": 2, "member": 1, "everyone": 0}
 
@@ -169,8 +169,9 @@ def expired(entry: Entry, now: datetime, policy: Policy, *, hold: bool = False) 
 
 
 def thanked_instead(entry: Entry, policy: Policy) -> bool:
-    """Whether ``entry``, a repeat of what aired, airs as a thanks rather than ending ``already_aired``."""
-    return entry.superchat is not None and policy.superchat_repeat == "thank"
+    """Whether ``entry``, a repeat of what aired, airs as a thanks rather than ending ``already_aired``
+    (a Super Chat's or a membership milestone's question)."""
+    return thanked_viewer(entry.answer.comment) and policy.superchat_repeat == "thank"
 
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
@@ -184,7 +185,7 @@ def repeat_of(entry: Entry, aired: Sequence[Aired], now: datetime, policy: Polic
     """The airing within ``repeat_s`` that ``entry`` repeats, and how, or None."""
     if policy.repeat_s <= 0 or entry.thanks is not None:
         return None  # a thanks answers nothing, so it repeats nothing
-    if entry.superchat is not None and policy.superchat_repeat == "again":
+    if thanked_viewer(entry.answer.comment) and policy.superchat_repeat == "again":
         return None
     for past in reversed(aired):  # the most recent first
         if (now - past.at).total_seconds() > policy.repeat_s or past.comment_id == entry.comment_id:

@@ -38,7 +38,7 @@ from kotae.services.onair.policy import Aired, Entry, Policy, cooling, rank_key,
 from kotae.services.onair.question import shown_question
 from kotae.services.onair.shows import Show
 from kotae.services.onair.spoken import SpokenText
-from kotae.services.onair.thanks import THANKED_OUTCOMES, Thanks, ThanksWords
+from kotae.services.onair.thanks import Thanks, ThanksWords, thanks_due
 
 log = structlog.get_logger("kotae.onair")
 
@@ -183,9 +183,9 @@ class OnAirState:
             return None
         thanks = None
         if answer.outcome != "verified":
-            if answer.comment.superchat is None or answer.outcome not in THANKED_OUTCOMES:
+            thanks = thanks_due(answer)
+            if thanks is None:
                 return None
-            thanks = Thanks(f"{answer.outcome}: a Super Chat is thanked when it is not answered")
         if not (self.of_this_show(answer.created_at) and self.of_this_show(answer.comment.created_at)):
             return None  # verified before this show began: it belonged to an earlier one
         key = answer.message_id

@@ -1,4 +1,4 @@
-"""A Super Chat thanked on air: a fixed line naming the viewer, never their message.
+"""A Super Chat or a membership event thanked on air: a fixed line naming the viewer, never their message.
 
 On YouTube a Super Chat is read out and thanked; silence reads as ignoring the
 one viewer who paid. So a Super Chat never ends without airing something:
@@ -9,6 +9,12 @@ one viewer who paid. So a Super Chat never ends without airing something:
   the answer airs again (``again``);
 * it asks nothing, or nothing could be answered (unanswered, clarify, rejected,
   failed) — a thanks.
+
+A membership event (:class:`~kotae.contracts.v1.Membership`: joined, a milestone,
+a gift given or received) is thanked the same way: a milestone's message is a
+question like any other; an event without a message, or a message that asks
+nothing, ends ``dropped`` at ingest and is thanked (never one ingest's blocklist
+dropped). Its lines are the ``member_*`` and ``gift_*`` templates.
 
 The words are the templates of ``thanks.yaml`` (no model). The viewer's name is
 said only when it passes the same checks as anything else said aloud: ingest's
@@ -26,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from kotae.contracts import CommentV1
+from kotae.contracts import AnswerV1, CommentV1
 from kotae.contracts.v1 import Lang
 from kotae.knowledge.text import normalize
 from kotae.services.onair.question import withheld_because
@@ -36,6 +42,15 @@ TEMPLATES_FILE = Path(__file__).parent / "thanks.yaml"
 MAX_NAME_CHARS = 30
 #: What a comment that never became a verified answer is thanked for (its answer outcome).
 THANKED_OUTCOMES = frozenset({"unanswered", "clarify", "rejected", "failed"})
+#: Ingest's methods of a dropped membership event that is still thanked: it asked nothing (never the blocklist).
+_THANKED_DROPS = frozenset({"membership", "question_rules"})
+#: The template lines each kind of thanks says, a ``{name}`` line and its unnamed twin for each case.
+_NEEDED = tuple(
+    f"{prefix}{case}{unnamed}"
+    for prefix in ("", "member_", "gift_")
+    for case in ("answered", "thanked")
+    for unnamed in ("", "_unnamed")
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,32 @@ class Thanks:
 
     reason: str
     credited_to: str | None = None
+
+
+def thanked_viewer(comment: CommentV1) -> bool:
+    """Whether the platform marks this viewer as one to thank: a Super Chat or a membership event."""
+    return comment.superchat is not None or comment.membership is not None
+
+
+def thanks_due(answer: AnswerV1) -> Thanks | None:
+    """The thanks an answer that will not air as an answer airs as instead, or None (it airs nothing).
+
+    A Super Chat or a membership event nothing answered is thanked; so is a membership event
+    ingest dropped because it asks nothing (a new member, a milestone without a question), but
+    never one whose message the blocklist dropped, nor one merged into another's question.
+    """
+    comment = answer.comment
+    if answer.outcome in THANKED_OUTCOMES and thanked_viewer(comment):
+        what = "a Super Chat" if comment.superchat is not None else "a membership event"
+        return Thanks(f"{answer.outcome}: {what} is thanked when it is not answered")
+    if (
+        answer.outcome == "dropped"
+        and comment.membership is not None
+        and answer.merged_into is None
+        and (answer.methods.get("ingest") in _THANKED_DROPS or str(answer.methods.get("ingest")).startswith("model:"))
+    ):
+        return Thanks(f"a membership event ({comment.membership.kind}) that asks nothing: thanked")
+    return None
 
 
 class ThanksError(ValueError):
@@ -109,6 +150,8 @@ class ThanksWords:
         lang: Lang = comment.lang if comment.lang in self.templates else "ja"
         words = self.templates[lang]
         case = "answered" if thanks.credited_to else "thanked"
+        if comment.superchat is None and comment.membership is not None:
+            case = ("gift_" if comment.membership.kind == "gift" else "member_") + case
         name = self.name_of(comment)
         if name is None:
             return words[f"{case}_unnamed"], lang
@@ -120,14 +163,14 @@ def _templates(path: Path) -> tuple[dict[str, dict[str, str]], str]:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise ThanksError(f"{path}: {exc}") from None
-    needed = ("answered", "answered_unnamed", "thanked", "thanked_unnamed")
     templates: dict[str, dict[str, str]] = {}
     for lang in ("ja", "en"):
         words = (raw or {}).get(lang) or {}
-        missing = [key for key in needed if not isinstance(words.get(key), str) or not words[key].strip()]
+        missing = [key for key in _NEEDED if not isinstance(words.get(key), str) or not words[key].strip()]
         if missing:
             raise ThanksError(f"{path}: {lang}: missing {', '.join(missing)}")
-        if "{name}" not in words["answered"] or "{name}" not in words["thanked"]:
-            raise ThanksError(f"{path}: {lang}: the named lines say {{name}}")
-        templates[lang] = {key: words[key] for key in needed}
+        unnamed = [key for key in _NEEDED if not key.endswith("_unnamed") and "{name}" not in words[key]]
+        if unnamed:
+            raise ThanksError(f"{path}: {lang}: the named lines say {{name}} ({', '.join(unnamed)} does not)")
+        templates[lang] = {key: words[key] for key in _NEEDED}
     return templates, str((raw or {}).get("version") or "")

@@ -89,6 +89,43 @@ def superchat_message(
     return item
 
 
+def membership_message(
+    msg_id: str,
+    kind: str,
+    *,
+    name: str = "新人",
+    channel: str = "UCmmmmmmmmmmmmmmmmmmmmmm",
+    comment: str | None = None,
+    at: str = "2026-11-30T11:00:20Z",
+) -> dict[str, Any]:
+    """A membership event as the API sends it: ``newSponsorEvent``, ``memberMilestoneChatEvent`` (with
+    ``comment`` as its ``userComment``), ``membershipGiftingEvent`` or ``giftMembershipReceivedEvent``."""
+    item = text_message(msg_id, "", channel=channel, name=name, at=at)
+    snippet = item["snippet"]
+    del snippet["textMessageDetails"]
+    snippet["type"] = kind
+    item["authorDetails"]["isChatSponsor"] = kind != "membershipGiftingEvent"
+    if kind == "newSponsorEvent":
+        snippet["displayMessage"] = "Welcome to 常連!"
+        snippet["newSponsorDetails"] = {"memberLevelName": "常連", "isUpgrade": False}
+    elif kind == "memberMilestoneChatEvent":
+        snippet["displayMessage"] = comment or ""
+        snippet["memberMilestoneChatDetails"] = {"memberLevelName": "常連", "memberMonth": 6}
+        if comment:
+            snippet["memberMilestoneChatDetails"]["userComment"] = comment
+    elif kind == "membershipGiftingEvent":
+        snippet["displayMessage"] = "gifted 5 memberships"
+        snippet["membershipGiftingDetails"] = {"giftMembershipsCount": 5, "giftMembershipsLevelName": "常連"}
+    else:
+        snippet["displayMessage"] = "received a gift membership"
+        snippet["giftMembershipReceivedDetails"] = {
+            "memberLevelName": "常連",
+            "gifterChannelId": "UCgggggggggggggggggggggg",
+            "associatedMembershipGiftingMessageId": "g1",
+        }
+    return item
+
+
 def message_deleted(msg_id: str, deleted_id: str, *, at: str = "2026-11-30T11:00:30Z") -> dict[str, Any]:
     """A moderator deleted message ``deleted_id``: ``messageDeletedEvent`` with ``messageDeletedDetails``."""
     return {

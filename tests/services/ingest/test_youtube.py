@@ -27,6 +27,7 @@ from tests.factories import read_all, stored
 from tests.fakes.youtube_server import (
     FakeYouTubeServer,
     event,
+    membership_message,
     message_deleted,
     superchat_message,
     text_message,
@@ -103,11 +104,36 @@ def test_text_messages_and_super_chats_become_comments() -> None:
     ]
     comments, ended = parse_messages(items)
     assert not ended
-    assert [c.id for c in comments] == ["m1", "m2"]  # the sponsor event and the malformed item are skipped
+    assert [c.id for c in comments] == ["m1", "m2", "m3"]  # the malformed item is skipped
+    assert comments[2].membership is not None and comments[2].membership.kind == "new_member"
     assert comments[0].text == "hello?" and comments[0].author_id == "UC" + "x" * 22
     assert comments[1].superchat == SuperChat(amount=1.99, currency="USD")
     assert comments[1].text.startswith("$1.99")  # a Super Chat without words keeps its display message
     assert parse_messages([event("e", "chatEndedEvent")]) == ([], True)
+
+
+def test_membership_events_become_comments_and_only_a_milestones_own_words_are_its_text() -> None:
+    items = [
+        membership_message("n1", "newSponsorEvent", name="新人"),
+        membership_message("k1", "memberMilestoneChatEvent", name="常連さん", comment="保育料はいくらですか？"),
+        membership_message("k2", "memberMilestoneChatEvent", name="無言"),
+        membership_message("g1", "membershipGiftingEvent", name="太っ腹"),
+        membership_message("r1", "giftMembershipReceivedEvent", name="もらった人"),
+    ]
+    comments, _ = parse_messages(items)
+    by_id = {c.id: c for c in comments}
+    assert list(by_id) == ["n1", "k1", "k2", "g1", "r1"]
+    kinds = {i: (c.membership.kind, c.membership.with_message) for i, c in by_id.items() if c.membership}
+    assert kinds == {
+        "n1": ("new_member", False),
+        "k1": ("milestone", True),
+        "k2": ("milestone", False),
+        "g1": ("gift", False),
+        "r1": ("gift_received", False),
+    }
+    assert by_id["k1"].text == "保育料はいくらですか？" and by_id["k1"].membership.months == 6  # type: ignore[union-attr]
+    assert by_id["g1"].membership.gifts == 5 and not by_id["g1"].member  # type: ignore[union-attr]
+    assert by_id["n1"].member and by_id["n1"].author == "新人" and by_id["n1"].membership.level == "常連"  # type: ignore[union-attr]
 
 
 async def test_pages_honour_the_polling_interval_and_stop_when_the_chat_ends() -> None:
@@ -302,6 +328,31 @@ async def test_every_message_is_published_once_with_hashed_authors(nats_url: str
     for c in comments:  # no channel id on the bus, only its salted hash
         assert c.author.startswith("ch_") and not c.author.startswith("UC")
         assert "UCaaaaaaaa" not in c.model_dump_json() and "UCbbbbbbbb" not in c.model_dump_json()
+
+
+async def test_a_polled_membership_event_becomes_one_comment_thanked_and_a_milestone_question_is_asked(
+    nats_url: str, settings: Settings
+) -> None:
+    pages = [
+        {
+            "items": [
+                membership_message("n1", "newSponsorEvent", name="新人"),
+                membership_message("k1", "memberMilestoneChatEvent", comment="保育料はいくらですか？"),
+            ],
+            "pollingIntervalMillis": 2000,
+        },
+        {"items": [event("end", "chatEndedEvent")], "offlineAt": "2026-11-30T12:00:00Z"},
+    ]
+    with FakeYouTubeServer(pages) as server:
+        _, lines = await run_once(yt_settings(settings, server), nats_url, server, FakeTime())
+    assert {line["comment_id"]: line["status"] for line in lines} == {"n1": "dropped", "k1": "admitted"}
+    comments, answers = await stored(nats_url)
+    (joined,) = answers  # one message on the bus for the event: the thanks-only outcome the on-air stage thanks
+    assert joined.comment_id == "n1" and joined.reason and joined.reason.startswith("thanks_only")
+    assert joined.comment.membership is not None and joined.comment.membership.kind == "new_member"
+    assert joined.comment.author_name == "新人" and joined.comment.member
+    (asked,) = comments
+    assert asked.comment_id == "k1" and asked.membership is not None and asked.membership.with_message
 
 
 async def test_a_restart_resumes_from_the_stored_page_token_without_duplicates(

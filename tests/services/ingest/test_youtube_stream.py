@@ -32,6 +32,7 @@ from tests.factories import read_all, stored
 from tests.fakes.youtube_server import (
     FakeYouTubeServer,
     event,
+    membership_message,
     message_deleted,
     superchat_message,
     text_message,
@@ -333,9 +334,11 @@ async def test_every_event_kind_reads_as_the_poller_reads_it() -> None:
             (page, _) = [p async for p in chat.pages()]
     comments, _ = parse_messages(items)
     assert page == [*comments, *parse_moderation(items)]  # the same comments and events, field for field
-    assert [c.id for c in page] == ["m1", "m2", "m3", "d1", "b1", "b2"]
+    assert [c.id for c in page] == ["m1", "m2", "m3", "m6", "m5", "d1", "b1", "b2"]
     assert page[2].superchat == SuperChat(amount=500.0, currency="JPY") and page[1].member
-    assert (page[5].ban_type, page[5].ban_duration_s) == ("temporary", 300)
+    assert [c.membership.kind for c in page[3:5]] == ["new_member", "milestone"]  # type: ignore[union-attr]
+    assert page[4].membership.months == 6  # type: ignore[union-attr]  # a uint32 of the proto, read as a number
+    assert (page[7].ban_type, page[7].ban_duration_s) == ("temporary", 300)
 
 
 def test_the_method_path_is_the_published_one() -> None:
@@ -390,6 +393,51 @@ async def test_streamed_messages_and_moderation_reach_the_bus_once(nats_url: str
     events = [ModerationV1.model_validate(m["data"]) for m in await read_all(nats_url, subjects.MODERATION_ALL)]
     assert [e.action for e in events] == ["message_deleted", "user_banned"]
     assert events[1].author == comment.author and troll not in events[1].model_dump_json()
+
+
+async def test_a_streamed_membership_event_becomes_one_comment_and_a_milestones_words_are_asked(
+    nats_url: str, settings: Settings
+) -> None:
+    history = [
+        membership_message("n1", "newSponsorEvent", name="新人"),
+        membership_message("g1", "membershipGiftingEvent", name="太っ腹"),
+    ]
+    with FakeYouTubeServer([]) as http:
+        async with FakeStreamList(history, page_size=1) as stream:
+            s = stream_settings(settings, http, stream)
+            t = FakeTime()
+
+            def source(js: Any) -> Any:
+                async def pages() -> Any:
+                    state = await KvState.open(js, s.ingest_kv_bucket)
+                    chat = YouTubeChatStream.from_settings(s, http.video_id, state, sleep=t.sleep, clock=t.clock)
+                    async for page in chat.pages():
+                        yield page
+                        if any(c.id == "g1" for c in page):  # pushed while the stream is open
+                            await stream.post(
+                                membership_message("k1", "memberMilestoneChatEvent", comment="保育料はいくらですか？")
+                            )
+                        if any(c.id == "k1" for c in page):
+                            await stream.end()
+
+                return pages()
+
+            out = io.StringIO()
+            await run_live(s, nats_url, source, source_name="youtube", out=out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(line["comment_id"], line["status"]) for line in lines] == [
+        ("n1", "dropped"),
+        ("g1", "dropped"),
+        ("k1", "admitted"),
+    ]
+    (asked,), answers = await stored(nats_url)
+    assert [(a.comment_id, a.comment.membership.kind) for a in answers if a.comment.membership] == [
+        ("n1", "new_member"),
+        ("g1", "gift"),
+    ]  # each event one thanks-only outcome, the member's display name kept for the thanks
+    assert all(a.reason and a.reason.startswith("thanks_only") for a in answers)
+    assert [a.comment.author_name for a in answers] == ["新人", "太っ腹"]
+    assert asked.comment_id == "k1" and asked.text == "保育料はいくらですか？" and asked.membership is not None
 
 
 async def test_kotae_ingest_youtube_says_which_transport_it_reads_by(nats_server: str, tmp_path: Path) -> None:
