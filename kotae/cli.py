@@ -251,6 +251,11 @@ def _on_request_stages() -> dict[str, Any]:
     return {name: stage for name, stage in _process_stages().items() if stage.on_request}
 
 
+def _asked(args: argparse.Namespace) -> dict[str, Any]:
+    """The on-request stages whose ``--<name>`` was given."""
+    return {name: stage for name, stage in _on_request_stages().items() if getattr(args, name, False)}
+
+
 def _stack_options(
     args: argparse.Namespace, *, standby: bool
 ) -> tuple[tuple[str, ...], dict[str, int], dict[str, str]]:
@@ -258,23 +263,28 @@ def _stack_options(
 
     ``standby``: run as many processes of an on-request stage as its declaration asks
     (the on-air stage: one voice and a standby), as ``kotae up`` does; a demo or a
-    replay runs one. Their on-air HTTP server takes any free port unless
-    KOTAE_ONAIR_HTTP_PORT says which: nothing needs a stable address there.
+    replay runs one, and its extra ports take any free port unless their variable says
+    which: nothing needs a stable address there. Each asked stage's options become the
+    variables its declaration names.
     """
     from kotae.stack import STAGES
 
-    asked = tuple(name for name in _on_request_stages() if getattr(args, name, False))
-    replicas = {name: _on_request_stages()[name].resources.min_replicas for name in asked} if standby else {}
+    asked = _asked(args)
+    replicas = {name: stage.resources.min_replicas for name, stage in asked.items()} if standby else {}
     env: dict[str, str] = {}
-    if getattr(args, "speech_dir", None):
-        env["KOTAE_ONAIR_SPEECH_DIR"] = str(Path(args.speech_dir).expanduser().resolve())
-    if "onair" in asked:  # a new show each run unless told to continue one: a rehearsal never leaks into it
-        from kotae.services.onair.shows import new_show_id
-
-        env["KOTAE_ONAIR_SHOW"] = getattr(args, "show", None) or new_show_id()
-    if not standby and "KOTAE_ONAIR_HTTP_PORT" not in os.environ:
-        env["KOTAE_ONAIR_HTTP_PORT"] = "0"
-    return STAGES + asked, replicas, env
+    for stage in asked.values():
+        for option in stage.on_request.options:
+            value = getattr(args, option.dest, None)
+            if value and option.path:
+                value = str(Path(value).expanduser().resolve())
+            value = value or stage.on_request.default_of(option)
+            if value:
+                env[option.env] = value
+        if not standby:
+            for port in stage.extra_ports:
+                if port.setting not in os.environ:
+                    env[port.setting] = "0"
+    return STAGES + tuple(asked), replicas, env
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -334,7 +344,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         from kotae.bus.permissions import STACK
 
         stages, per_stage, env = _stack_options(args, standby=True)
-        token_path = _console_token(settings) if getattr(args, "onair", False) else None
+        prepared = _prepare_asked(args, settings)
         stack = Stack(settings, stages=stages, replicas=args.replicas, client=STACK, stage_replicas=per_stage, env=env)
         await stack.start()
         # Ctrl-C stops every process from here on: before the first line, so whoever reads it may send it.
@@ -347,8 +357,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
                 f"kotae is up: nats {stack.address}, stages {', '.join(stack.stages)}; logs in {stack.log_dir}",
                 flush=True,
             )
-            if getattr(args, "onair", False):
-                _print_onair_pages(stack, settings, env, token_path)
+            _announce_asked(args, settings, env, stack, prepared)
             if settings.metrics_port:
                 from kotae.metrics import serve_metrics
 
@@ -378,40 +387,23 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _print_onair_pages(stack: Any, settings: Settings, env: dict[str, str], token_path: Path | None) -> None:
-    """Where the on-air stage's overlay and console are, and the console's token."""
-    port = int(env.get("KOTAE_ONAIR_HTTP_PORT") or settings.onair_http_port)
-    where = f"http://{settings.onair_http_host}:{port}" if port else "a free port (see `kotae onair status`)"
-    print(
-        f"On air: {stack.replicas_of('onair')} onair processes, one speaking at a time; its HTTP server "
-        f"(audio, /status, /events) at {where}. Commands: kotae onair status|skip|pause|resume|hold on|off|…",
-        flush=True,
-    )
-    base = where if port else "http://<that address>"
-    if env.get("KOTAE_ONAIR_SHOW"):
-        print(
-            f"  Show: {env['KOTAE_ONAIR_SHOW']} (nothing verified before it began airs in it; "
-            f"`kotae up --onair --show {env['KOTAE_ONAIR_SHOW']}` continues it)",
-            flush=True,
-        )
-    print(f"  Overlay (OBS browser source, 1920x1080): {base}/overlay  (subtitles only: ?layout=subtitles)")
-    print(f"  Console: {base}/console", flush=True)
-    if token_path is not None:
-        token = token_path.read_text(encoding="utf-8").strip()
-        print(f"  Console token (kept in {token_path}, 0600; paste it into the console): {token}", flush=True)
-    else:
-        print("  Console token: the value of KOTAE_ONAIR_CONSOLE_TOKEN", flush=True)
-
-
-def _console_token(settings: Settings) -> Path | None:
-    """Refuse pages served beyond this machine without a token; else a new console token (None: the configured one)."""
-    from kotae.services.onair.pages import ConsoleAccessError, check_binding, new_token
+def _prepare_asked(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    """Each asked on-request stage's preparation, before anything starts (one that may not start stops here)."""
+    from kotae.stage import StartRefused
 
     try:
-        check_binding(settings)
-    except ConsoleAccessError as exc:
+        return {name: stage.on_request.run_prepare(settings) for name, stage in _asked(args).items()}
+    except StartRefused as exc:
         raise CommandError(str(exc)) from None
-    return None if settings.onair_console_token is not None else new_token(settings)
+
+
+def _announce_asked(
+    args: argparse.Namespace, settings: Settings, env: dict[str, str], stack: Any, prepared: dict[str, Any]
+) -> None:
+    """What each asked on-request stage says once it runs (the on-air stage: where its pages are)."""
+    for name, stage in _asked(args).items():
+        for line in stage.on_request.run_announce(settings, env, stack.replicas_of(name), prepared[name]):
+            print(line, flush=True)
 
 
 def cmd_nats(args: argparse.Namespace, settings: Settings) -> int:
@@ -876,20 +868,17 @@ def _add_timing_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _add_on_request_flags(p: argparse.ArgumentParser) -> None:
-    """``--<stage>`` for each stage run only when asked (from the registry), and what they take."""
+    """``--<stage>`` for each stage run only when asked (from the registry), and the options it takes."""
     for name, stage in _on_request_stages().items():
         p.add_argument(f"--{name}", action="store_true", default=False, help=f"also run {name}: {stage.description}")
-    if "onair" in _on_request_stages():
-        p.add_argument(
-            "--speech-dir", default=None, help="with --onair: also write each aired answer's audio here (WAV)"
-        )
-        p.add_argument(
-            "--show",
-            default=None,
-            metavar="ID",
-            help="with --onair: continue show ID (as `kotae onair status` names it) instead of starting a new "
-            "show; nothing verified before a show began airs in it",
-        )
+        for option in stage.on_request.options:
+            p.add_argument(
+                option.flag,
+                dest=option.dest,
+                default=None,
+                metavar=option.metavar,
+                help=f"with --{name}: {option.help}",
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,9 @@ clock, serves HTTP) names a ``service`` instead: ``module:function``, an async
 function that runs for the life of the process with a :class:`ServiceContext`,
 and lists in ``reads`` what it reads through consumers of its own (its NATS user
 may create those, as the ``reader`` user may). ``on_request`` keeps it out of
-``kotae up``/``demo``/``replay`` unless asked (``--<name>``).
+``kotae up``/``demo``/``replay`` unless asked (``--<name>``), and says what those
+commands do for it (:class:`OnRequest`): the options they take with the flag, what
+``kotae up`` checks before it starts anything and prints once the stage runs.
 """
 
 from __future__ import annotations
@@ -110,6 +112,64 @@ class ExtraPort:
     port: int  # in a container
 
 
+@dataclass(frozen=True)
+class Option:
+    """A command-line option of ``kotae up``/``demo``/``replay`` that comes with a stage they run on request.
+
+    Its value reaches every process of the stage as the variable ``env`` (a setting of theirs).
+    """
+
+    flag: str  # e.g. "--show"
+    env: str  # e.g. "KOTAE_ONAIR_SHOW"
+    help: str
+    metavar: str | None = None
+    #: A file or folder: passed on as an absolute path, so a process started in another folder finds it.
+    path: bool = False
+    #: ``module:function`` returning the value when the option is not given (e.g. a new show's id); None: unset.
+    default: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The attribute argparse gives it (``--speech-dir`` -> ``speech_dir``)."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class OnRequest:
+    """What ``kotae up``/``demo``/``replay`` do for a stage they run only when asked (``--<name>``).
+
+    ``prepare`` (``module:function(settings) -> object``) runs in ``kotae up`` before anything
+    starts: it raises :class:`StartRefused` for what may not start as configured, and returns what
+    ``announce`` needs. ``announce`` (``module:function(settings, env, processes, prepared) ->
+    list[str]``) gives the lines ``kotae up`` prints once the stage runs (where its pages are).
+    A demo or a replay lets the stage's extra ports (``extra_ports``) take any free port unless
+    their variable is set: nothing needs a stable address there.
+    """
+
+    options: tuple[Option, ...] = ()
+    prepare: str | None = None
+    announce: str | None = None
+
+    def run_prepare(self, settings: Settings) -> Any:
+        return _load(self.prepare)(settings) if self.prepare else None
+
+    def run_announce(self, settings: Settings, env: dict[str, str], processes: int, prepared: Any) -> list[str]:
+        return list(_load(self.announce)(settings, env, processes, prepared)) if self.announce else []
+
+    def default_of(self, option: Option) -> str | None:
+        return str(_load(option.default)()) if option.default else None
+
+
+class StartRefused(RuntimeError):
+    """A stage may not start as configured; the message says what to set."""
+
+
+def _load(reference: str) -> Any:
+    """The attribute a ``module:name`` reference names, its module imported now."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class Bus:
     """What a handler may ask of the bus besides its input: the JetStream context (key-value stores)."""
 
@@ -184,8 +244,8 @@ class Stage:
     service: str | None = None
     #: Subjects read through consumers of the stage's own, every replica all of them (its user may create those).
     reads: tuple[Input, ...] = ()
-    #: Run by ``kotae up``/``demo``/``replay`` only when asked (``--<name>``); deployed like the others.
-    on_request: bool = False
+    #: Run by ``kotae up``/``demo``/``replay`` only when asked (``--<name>``), as this says; deployed like the others.
+    on_request: OnRequest | None = None
     #: Lists every stage's durable consumer (its lag, its waiting pull requests) to show an operator the
     #: stages' health; its NATS user may read that consumer information, and nothing else of theirs.
     watches_consumers: bool = False

@@ -6,7 +6,7 @@ lease speaks (``service``). ``kotae up/demo/replay --onair`` run it.
 """
 
 from kotae.contracts import AnswerV1, ControlV1, ModerationV1, OnAirEventV1, subjects
-from kotae.stage import ExtraPort, Input, Output, Resources, Stage
+from kotae.stage import ExtraPort, Input, OnRequest, Option, Output, Resources, Stage
 
 _SAYS = {
     "queued": "A verified answer joined the queue (its place and the queue's length).",
@@ -40,7 +40,24 @@ STAGE = Stage(
         Input(subjects.CONTROL_ALL, ControlV1, "Operator commands, the sender's NATS user in the subject."),
         Input(subjects.ONAIR_ALL, OnAirEventV1, "What the speaking replica did (a standby rebuilds from it)."),
     ),
-    on_request=True,
+    on_request=OnRequest(
+        options=(
+            Option(
+                "--speech-dir", "KOTAE_ONAIR_SPEECH_DIR", "also write each aired answer's audio here (WAV)", path=True
+            ),
+            # A new show each run unless told to continue one: a rehearsal never leaks into it.
+            Option(
+                "--show",
+                "KOTAE_ONAIR_SHOW",
+                "continue show ID (as `kotae onair status` names it) instead of "
+                "starting a new show; nothing verified before a show began airs in it",
+                metavar="ID",
+                default="kotae.services.onair.shows:new_show_id",
+            ),
+        ),
+        prepare="kotae.services.onair.launch:prepare",
+        announce="kotae.services.onair.launch:announce",
+    ),
     kv_buckets=lambda settings: (settings.onair_kv_bucket,),
     extra_ports=(ExtraPort("http", "KOTAE_ONAIR_HTTP_PORT", 8770),),
     watches_consumers=True,  # the console shows each stage's lag

@@ -95,6 +95,27 @@ def test_the_stack_the_cli_and_the_nats_users_derive_from_the_registry() -> None
         assert sorted(published) == list(stage.published)
 
 
+def test_an_on_request_stage_brings_its_options_and_the_stack_names_no_stage(tmp_path: Path) -> None:
+    """``kotae up/demo/replay --<name>`` take the options its declaration lists and pass them as it says."""
+    from kotae.cli import _stack_options
+
+    parser = build_parser()
+    asked = [stage for stage in STAGES if stage.on_request]
+    assert asked, "a stage runs only when asked"
+    for stage in asked:
+        for option in stage.on_request.options:
+            args = parser.parse_args(["replay", "comments.jsonl", f"--{stage.name}", option.flag, "given"])
+            _, _, env = _stack_options(args, standby=False)
+            assert env[option.env] == (str(Path("given").resolve()) if option.path else "given")
+            _, _, env = _stack_options(parser.parse_args(["up", f"--{stage.name}"]), standby=True)
+            assert (option.env in env) == (option.default is not None)  # e.g. a new show unless one is named
+            _, _, env = _stack_options(parser.parse_args(["up"]), standby=True)
+            assert option.env not in env  # not asked: nothing of it
+    names = {stage.name for stage in STAGES}
+    tree = ast.parse((ROOT / "kotae" / "stack.py").read_text(encoding="utf-8"))
+    assert [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names] == []
+
+
 def test_a_stage_that_reads_through_consumers_of_its_own_may_do_that_and_nothing_more() -> None:
     """Its user may create consumers on the streams it reads, never bind or delete another stage's durable."""
     users = service_users(STAGES, Settings.model_construct())
