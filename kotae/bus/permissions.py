@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +102,23 @@ def _kv_read(bucket: str) -> list[str]:
     ]
 
 
+def _keys_read(bucket: str, keys: str) -> list[str]:
+    """Reading some keys of another stage's bucket, writing none. A direct get names its key in the subject;
+    a stream message get (a bucket without direct gets) cannot be narrowed to keys, so it reads the bucket."""
+    return [
+        f"$JS.API.STREAM.INFO.KV_{bucket}",
+        f"$JS.API.STREAM.MSG.GET.KV_{bucket}",
+        f"$JS.API.DIRECT.GET.KV_{bucket}.$KV.{bucket}.{keys}",
+    ]
+
+
+#: Keys of other stages' buckets a stage reads, by Settings: (bucket, keys). Ingest follows the on-air
+#: stage's current show (``show.<stream>``), which scopes its answer cache.
+KEYS_READ: dict[str, Callable[[Settings], tuple[tuple[str, str], ...]]] = {
+    INGEST: lambda settings: ((settings.onair_kv_bucket, "show.>"),),
+}
+
+
 def _reading(stream: str) -> list[str]:
     """Ordered or durable consumers of one's own on ``stream`` (an overlay, a replay, a report)."""
     return [
@@ -163,6 +180,8 @@ def stage_user(stage: Stage, settings: Settings, stages: Sequence[Stage] = ()) -
         deny += _stages_durables_on(stream, [other for other in stages if other is not stage])
     for bucket in stage.kv_buckets(settings):
         allow += _kv(bucket)
+    for bucket, keys in KEYS_READ.get(stage.name, lambda _: ())(settings):
+        allow += _keys_read(bucket, keys)
     if stage.model_setting:  # a model endpoint's slots shared by the stages (KOTAE_MODEL_ENDPOINT_CONCURRENCY)
         allow += _kv(MODEL_SLOTS_BUCKET)
     if stage.watches_consumers:  # consumer information only: listing creates, takes or changes nothing

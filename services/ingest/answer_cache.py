@@ -2,7 +2,9 @@
 
 Every verified answer to a comment this ingest published is kept in the
 JetStream key-value bucket ``kotae_answer_cache``, under its scope: the stream,
-the show (None until shows exist), the ingest session (``live`` for live
+the show (the on-air stage's current show, read at each question by
+:class:`~kotae.services.ingest.current_show.CurrentShow`; None without an on-air
+stage), the ingest session (``live`` for live
 sources, so a restart keeps them; each ``kotae replay`` run its own, so a replay
 is answered afresh) and the knowledge base. A later admitted comment of the same
 scope that triage's merge rule (:class:`~kotae.services.ingest.triage.MergeKey`)
@@ -19,6 +21,11 @@ in force on the new comment's day. A knowledge base not loaded in this process's
 ``KOTAE_DATA_DIR`` is one the cache cannot check, so it answers nothing from it.
 Degraded answers (a stage fell back) and replies to an ask-back are not kept.
 
+A new show is a new scope: from the first question after it began, nothing
+verified in the previous show is answered from the cache, and an answer to a
+comment received before the show began is not kept in it. While the current show
+cannot be read (the bus slow for a moment), nothing is answered from the cache.
+
 Example::
 
     cache = await AnswerCache.open(js, settings, stream_id="s1", kb="default", session="live", threshold=0.5)
@@ -33,6 +40,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig
@@ -42,6 +50,7 @@ from kotae.contracts.v1 import CachedFrom
 from kotae.knowledge.standing import KnowledgeStanding
 from kotae.logs import get_logger
 from kotae.services.ingest import ANSWER_CACHE_BUCKET
+from kotae.services.ingest.current_show import CurrentShow, ShowUnknown
 from kotae.services.ingest.triage import METHOD as TRIAGE_METHOD, MergeKey
 from kotae.settings import Settings
 
@@ -118,12 +127,17 @@ class AnswerCache:
         session: str,
         threshold: float,
         show_id: str | None = None,
+        show: CurrentShow | None = None,
     ) -> None:
         self.kv = kv
         self.standing = standing
         self.stream_id = stream_id
         self.kb = kb
+        self.session = session
         self.threshold = threshold
+        self.show_id = show_id
+        self.show = show  # when given, it decides show_id from now on
+        self._show_started: datetime | None = None
         self.scope = scope_of(stream_id, show_id, session, kb)
         self._entries: dict[str, _Entry] = {}
         self._expected: dict[str, None] = {}  # message ids of comments we published
@@ -143,6 +157,7 @@ class AnswerCache:
         session: str,
         threshold: float,
         show_id: str | None = None,
+        show: CurrentShow | None = None,
     ) -> AnswerCache:
         """The scope's cache: its bucket opened (created when missing), its entries read, the answers followed."""
         from nats.js.errors import BucketNotFoundError
@@ -161,10 +176,30 @@ class AnswerCache:
             session=session,
             threshold=threshold,
             show_id=show_id,
+            show=show,
         )
         await cache._read_entries()
+        await cache._follow_show()
         await cache._follow(js)
         return cache
+
+    async def _follow_show(self) -> bool:
+        """Move to the current show's scope when it changed; False while the show cannot be read."""
+        if self.show is None:
+            return True
+        try:
+            show = await self.show.current()
+        except ShowUnknown:
+            return False
+        show_id = show.id if show is not None else None
+        self._show_started = show.started_at if show is not None else None
+        if show_id != self.show_id:
+            log.info("answer_cache.show", show_id=show_id, previous=self.show_id, stream_id=self.stream_id)
+            self.show_id = show_id
+            self.scope = scope_of(self.stream_id, show_id, self.session, self.kb)
+            self._entries = {}
+            await self._read_entries()
+        return True
 
     # --- reading and keeping ----------------------------------------------------------------
 
@@ -263,7 +298,10 @@ class AnswerCache:
             self._expected.pop(answer.comment.message_id, None)
 
     async def _keep_answer(self, answer: AnswerV1, headers: dict[str, str] | None) -> None:
-        if not self._worth_keeping(answer):
+        if not self._worth_keeping(answer) or not await self._follow_show():
+            return
+        if self._show_started is not None and answer.comment.created_at < self._show_started:
+            log.info("answer_cache.not_kept", comment_id=answer.comment_id, reason="asked before this show began")
             return
         if answer.trace_id is None:
             answer = answer.model_copy(update={"trace_id": _trace_id_from(headers)})
@@ -317,7 +355,9 @@ class AnswerCache:
 
     async def answer_for(self, comment: CommentV1, trace_id: str | None) -> AnswerV1 | None:
         """The cached verified answer to ``comment``'s question, as its own answer; None: the pipeline answers."""
-        if not self._entries or comment.kb != self.kb or comment.triage == "ask_back_reply":
+        if comment.kb != self.kb or comment.triage == "ask_back_reply" or not await self._follow_show():
+            return None
+        if not self._entries:
             return None
         if self.standing.version(self.kb) is None:
             if not self._absent_said:
@@ -359,5 +399,11 @@ async def answer_cache_for(js: Any, settings: Settings, *, stream_id: str, kb: s
     if not settings.answer_cache:
         return None
     return await AnswerCache.open(
-        js, settings, stream_id=stream_id, kb=kb, session=session, threshold=settings.merge_similarity
+        js,
+        settings,
+        stream_id=stream_id,
+        kb=kb,
+        session=session,
+        threshold=settings.merge_similarity,
+        show=CurrentShow(js, settings.onair_kv_bucket, stream_id=stream_id),
     )

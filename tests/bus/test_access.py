@@ -31,6 +31,7 @@ from kotae.bus.topology import differences, ensure_streams_at, stream_config
 from kotae.contracts import AnswerV1, subjects
 from kotae.runtime import make_broker
 from kotae.services import STAGES
+from kotae.services.ingest.current_show import CurrentShow, show_key
 from kotae.settings import Settings, SettingsError, load_settings
 from kotae.stage import by_name
 from tests.factories import FAITHFUL, draft
@@ -194,6 +195,24 @@ async def test_a_reader_follows_the_answers_but_may_not_touch_the_evaluators_con
     await server_errors(errors, 3)
     await reader.close()
     assert len(errors) == 3 and all("permissions violation for publish" in str(e).lower() for e in errors), errors
+
+
+async def test_ingest_reads_the_current_show_of_the_on_air_bucket_and_may_write_none_of_it(
+    secured: EmbeddedNats, settings: Settings
+) -> None:
+    onair = await connect_as(secured, "onair")
+    kv = await onair.jetstream().create_key_value(bucket=settings.onair_kv_bucket, history=1)
+    await kv.put(show_key(settings.stream_id), b'{"id": "show-1", "started_at": "2026-12-04T19:00:00+00:00"}')
+    await onair.close()
+    errors: list[Exception] = []
+    ingest = await connect_as(secured, permissions.INGEST, errors)
+    show = await CurrentShow(ingest.jetstream(), settings.onair_kv_bucket, stream_id=settings.stream_id).current()
+    assert show is not None and show.id == "show-1"
+    await ingest.publish(f"$KV.{settings.onair_kv_bucket}.{show_key(settings.stream_id)}", b"{}")  # a write
+    await ingest.flush()
+    await server_errors(errors)
+    await ingest.close()
+    assert errors and all("permissions violation for publish" in str(e).lower() for e in errors), errors
 
 
 async def test_a_wrong_password_is_refused_and_the_config_on_disk_holds_none(secured: EmbeddedNats) -> None:

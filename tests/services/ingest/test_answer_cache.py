@@ -1,4 +1,5 @@
-"""The answer cache on a real nats-server with every stage running: hits, misses, a knowledge-base change."""
+"""The answer cache on a real nats-server with every stage running: hits, misses, a knowledge-base change, a
+new show."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ from kotae.knowledge.store import KnowledgeStore, chunk_record
 from kotae.replay import ReplayResult, run_replay
 from kotae.services.evaluator.report import collect_evaluations, render_report
 from kotae.services.ingest.answer_cache import AnswerCache
+from kotae.services.ingest.current_show import show_key
 from kotae.services.ingest.sources import RawComment
 from kotae.services.ingest.triage import MergeKey
+from kotae.services.onair.lease import key_for
+from kotae.services.onair.service import open_bucket
+from kotae.services.onair.shows import establish
 from kotae.settings import Settings
 from tests.factories import comment, read_all, verified_answer
 from tests.integration.stages import running_stages
@@ -142,3 +147,33 @@ async def test_the_cache_answers_only_what_the_merge_rule_calls_the_same_questio
         await other.close()
     finally:
         await nc.close()
+
+
+async def begin_show(settings: Settings, url: str, show_id: str) -> None:
+    """The on-air stage begins ``show_id`` (``kotae up --onair --show ID``), as its own code writes it."""
+    nc = await nats.connect(url)
+    try:
+        kv = await open_bucket(nc.jetstream(), settings)
+        await establish(kv, key_for("show", settings.stream_id), show_id, first_since=datetime.now(UTC))
+    finally:
+        await nc.close()
+
+
+async def test_an_answer_cached_in_one_show_is_not_served_in_the_next(nats_url: str, loaded_settings: Settings) -> None:
+    async with running_stages(loaded_settings, nats_url):
+        await begin_show(loaded_settings, nats_url, "show-a")
+        first = (await ask(loaded_settings, nats_url, asked("a1", QUESTION, 0))).answers["a1"]
+        again = (await ask(loaded_settings, nats_url, asked("a2", QUESTION + "？", 10))).answers["a2"]
+        await begin_show(loaded_settings, nats_url, "show-b")
+        in_b = (await ask(loaded_settings, nats_url, asked("b1", QUESTION, 20))).answers["b1"]
+        again_in_b = (await ask(loaded_settings, nats_url, asked("b2", QUESTION + "？", 30))).answers["b2"]
+    assert first.outcome == "verified" and again.cached_from is not None and again.cached_from.comment_id == "a1"
+    # Show B answers afresh (the pipeline runs), then from its own cache.
+    assert in_b.outcome == "verified" and in_b.cached_from is None
+    assert again_in_b.cached_from is not None and again_in_b.cached_from.comment_id == "b1"
+    assert await retrieved(nats_url) == {"a1", "b1"}
+
+
+def test_ingest_spells_the_show_key_as_the_on_air_stage_does() -> None:
+    for stream in ("stream-1", "UC_x=y", "a stream/with spaces", "x" * 80):
+        assert show_key(stream) == key_for("show", stream)
