@@ -49,6 +49,7 @@ from functools import lru_cache
 
 from kotae.citations import strip_markers
 from kotae.knowledge.text import is_japanese, normalize, split_sentences
+from kotae.language.spelling import folded_in, nearest
 from kotae.question_focus import KIND_NAMES, FocusTerm, QuestionFocus, holds_kind, question_focus
 from kotae.sentence_analysis import Analysis, analyse
 
@@ -227,6 +228,8 @@ def _match_in(focus: QuestionFocus, term: FocusTerm, where: _Text) -> tuple[floa
     # By sound only a word: 20 read ニレイ is not in 2030 read ニレイサンレイ.
     if term.kind != "number" and (_heard(term, where, 3) or _kana_found(term, where)):
         return 1.0, ""
+    if term.kind != "number" and (nearest(term.text, where.words) or folded_in(term.text, where.text)):
+        return 1.0, ""  # a typing slip of a word there (モッフパッド for モップパッド)
     parts = [p.lower() for p in term.parts]
     if len(parts) > 1 and parts[-1] in _OPTIONAL_HEADS:
         # バス代 without 代 (バスの運賃): found, but not as the very compound asked about.

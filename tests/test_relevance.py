@@ -345,3 +345,19 @@ def test_a_rewrite_cannot_change_the_kind_of_answer_asked_for() -> None:
         fleet,
     )
     assert not r.relevant and r.wording is None and r.unfilled == ("amount",)
+
+
+def test_a_kana_word_typed_with_a_slip_is_addressed_by_the_records_word() -> None:
+    block = [("モップパッド", "【モップパッド】洗って繰り返し使え、交換の目安は約3か月。")]
+    typed = relevance(
+        "モッフパッドの交換めやすは?", ["【モップパッド】洗って繰り返し使え、交換の目安は約3か月。"], block
+    )
+    assert typed.relevant, typed.reason
+    compound = "期間中はコラボカフェのドリンクが890円。"
+    assert relevance("コラホカフェのドリンクっていくら?", [compound], [("カフェ", compound)]).relevant
+
+
+def test_a_kana_word_one_mark_from_nothing_there_is_still_missing() -> None:
+    answer = "ロボット掃除機の連続稼働は約120分。"
+    r = relevance("ロケットの稼働時間は?", [answer], [("仕様", answer)])
+    assert not r.relevant

@@ -37,6 +37,7 @@ from typing import Any
 from sudachipy import Dictionary, SplitMode
 
 from kotae.knowledge.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
+from kotae.language.spelling import nearest
 
 _local = threading.local()
 # Nouns that name nothing by themselves (Sudachi's sub-categories).
@@ -261,7 +262,20 @@ class Vocabulary:
             return "synonym"
         if term.stems and all(stem in self.words or (len(stem) > 1 and stem in self._joined) for stem in term.stems):
             return "stem"  # バス代 where the records say バス (and 運賃): the affix adds no topic
+        if not term.latin and self.slipped(term.surface):
+            return "slip"  # モッフパッド typed for the records' モップパッド
         return None
+
+    def slipped(self, written: str) -> str | None:
+        """The records' kana word that ``written`` is a typing slip of (:mod:`kotae.language.spelling`)."""
+        kana = self.__dict__.get("_kana_words")
+        if kana is None:
+            kana = self.__dict__["_kana_words"] = [w for w in self.words if _KANA.match(w)]
+        return nearest(written, kana)
+
+    def slips(self, text: str) -> list[tuple[str, str]]:
+        """Each term of ``text`` that is a slip of a word of the records, with that word (for the reason)."""
+        return [(t.surface, w) for t in key_terms(text) if not t.latin and (w := self.slipped(t.surface))]
 
     def spelled(self, reading: str) -> list[str]:
         """The records' words read as ``reading`` (katakana or hiragana, three kana or more)."""
@@ -302,6 +316,7 @@ class Vocabulary:
             vocab.rewrite("ほちょうきの補助")          # '補聴器の補助'
             vocab.rewrite("臨界鉄道の新しい車両")      # '臨海鉄道の新しい車両' (a homophone typo)
             vocab.rewrite("ヘルパーの給料")            # 'ヘルパーの給与' (a synonym the records use)
+            vocab.rewrite("モッフパッドの交換")        # 'モップパッドの交換' (a typing slip)
         """
         original, text = text, normalize(text)
         for run, words in self._respelled_runs(text):
@@ -312,6 +327,8 @@ class Vocabulary:
                 word = next((w for w in self.spelled(term.reading) if self._fits(term.surface, w, text)), None)
             elif how == "synonym":
                 word = next(self.by_synonym[g][0] for g in term.synonyms if g in self.by_synonym)
+            elif how == "slip":
+                word = self.slipped(term.surface)
             else:
                 continue
             if word:

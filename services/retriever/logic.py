@@ -302,6 +302,8 @@ class Retriever:
                 decision = second
         docs = docs[: self.settings.top_k]
         faq = faq[: self.settings.top_faq]
+        slips = vocab.slips(text) if vocab and searched != text else []
+        reason = decision.reason + "".join(f"; read 「{typed}」 as 「{word}」" for typed, word in slips)
         return Retrieval(
             gate=decision.gate,
             top_score=decision.top_score,
@@ -311,7 +313,7 @@ class Retriever:
             kb=kb,
             query=rewritten,
             prompt_version=self.rewriter.prompt_version if rewritten and self.rewriter else None,
-            reason=decision.reason,
+            reason=reason,
             candidates=decision.candidates,
             missing=decision.missing,
             searched=searched if searched != text else None,

@@ -108,3 +108,17 @@ def test_records_count_as_english_only_when_they_hold_english(vocab: Vocabulary)
 def test_what_a_comment_sets_aside_is_not_a_term_it_needs(comment: str) -> None:
     """A records' silence on 市役所 does not make 'where else besides the city hall?' uncovered."""
     assert not {"市役所", "現金", "土日"} & {t.surface for t in key_terms(comment)}
+
+
+def test_a_kana_word_typed_with_a_slip_is_searched_as_the_records_word_and_named() -> None:
+    vocab = Vocabulary.of(["交換の目安は約3か月。バッテリーは約2年で交換する。"])
+    assert vocab.rewrite("ハッテリーどのくらいもつ?").startswith("バッテリー")
+    assert vocab.slips("ハッテリーどのくらいもつ?") == [("ハッテリー", "バッテリー")]
+    typed = next(t for t in key_terms("ハッテリーの交換") if t.surface == "ハッテリー")
+    assert vocab.find(typed) == "slip"
+
+
+def test_a_kana_word_that_is_another_word_is_not_read_as_a_slip() -> None:
+    vocab = Vocabulary.of(["ゲームスの新作を発表した。"])
+    assert vocab.slips("ゲームパスに来る予定ある?") == []
+    assert "ゲームパス" in vocab.rewrite("ゲームパスに来る予定ある?")

@@ -441,3 +441,12 @@ def test_ranked_by_words_and_characters_alone_the_gate_still_sees_the_cosine(sam
         assert 0.0 < hit.signals["dense"] <= 1.0
     finally:
         lexical.close()
+
+
+def test_a_kana_word_typed_with_a_slip_is_searched_as_the_records_word_and_the_reason_says_so(
+    tmp_path: Path,
+) -> None:
+    battery = KBRecord(id="battery", kind="doc", title="電池", text="バッテリーは約2年で交換します。交換は無料です。")
+    result = retrieve_once([battery, PETS, CHILDCARE], "ハッテリーって何年もつ?", load_settings(data_dir=tmp_path))
+    assert ids(result)[0] == "battery"
+    assert "read 「ハッテリー」 as 「バッテリー」" in result.reason
