@@ -144,6 +144,21 @@ def test_bad_superchat_names_the_nested_field(tmp_path: Path) -> None:
         read_comment_file(path)
 
 
+def test_a_replay_line_may_carry_a_membership_event_and_a_bad_kind_names_the_field(tmp_path: Path) -> None:
+    joined = {"id": "j1", "author": "アリス", "text": "Welcome!", "membership": {"kind": "new_member"}}
+    milestone = {
+        "id": "k1",
+        "text": "保育料は？",
+        "membership": {"kind": "milestone", "months": 6, "with_message": True},
+    }
+    (first, second) = read_comment_file(write(tmp_path / "m.jsonl", joined, milestone))
+    assert first.membership is not None and first.membership.kind == "new_member" and not first.membership.with_message
+    assert second.membership is not None and second.membership.months == 6 and second.membership.with_message
+    path = write(tmp_path / "bad.jsonl", {"id": "x", "text": "hi", "membership": {"kind": "fan"}})
+    with pytest.raises(CommentInputError, match=r"bad\.jsonl:1: field 'membership\.kind'"):
+        read_comment_file(path)
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CommentInputError, match="no such file"):
         read_comment_file(tmp_path / "nope.jsonl")

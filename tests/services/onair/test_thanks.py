@@ -11,13 +11,14 @@ import httpx
 from opentelemetry.sdk.trace import TracerProvider
 
 from kotae.contracts import AnswerV1
+from kotae.contracts.v1 import Membership
 from kotae.runtime import make_broker
 from kotae.services.ingest.handlers import Ingestor
 from kotae.services.ingest.sources import RawComment
 from kotae.services.ingest.triage import Blocklist, Triage
 from kotae.services.ingest.youtube import parse_messages
 from kotae.services.onair.policy import Entry
-from kotae.services.onair.thanks import Thanks, ThanksWords
+from kotae.services.onair.thanks import Thanks, ThanksWords, thanks_due
 from tests.factories import verified_answer
 from tests.fakes.youtube_server import membership_message
 from tests.services.onair.conftest import OnAirFactory, OnAirHarness
@@ -156,3 +157,19 @@ async def test_a_new_member_and_a_milestone_that_asks_nothing_are_thanked_on_air
     (gifted,) = harness.of("gifted", "started")  # a name that tries to instruct is not said
     assert gifted.answer == "メンバーシップのギフトありがとうございます！"
     assert harness.of("rude") == []  # a message the blocklist dropped is thanked for nothing
+
+
+def test_which_membership_outcomes_are_thanked_and_with_which_line() -> None:
+    words = ThanksWords.load()
+    base = unanswered("m", "Welcome!", author="Alice", yen=0)
+    joined = base.comment.model_copy(update={"superchat": None, "membership": Membership(kind="new_member")})
+    as_dropped = base.model_copy(update={"comment": joined, "outcome": "dropped", "methods": {"ingest": "membership"}})
+    assert thanks_due(as_dropped) is not None
+    blocked = as_dropped.model_copy(update={"methods": {"ingest": "blocklist"}})
+    merged = as_dropped.model_copy(update={"merged_into": "earlier"})
+    plain = as_dropped.model_copy(update={"comment": joined.model_copy(update={"membership": None})})
+    assert thanks_due(blocked) is thanks_due(merged) is thanks_due(plain) is None
+    english = joined.model_copy(update={"lang": "en"})
+    assert words.line(english, Thanks("x")) == ("Thank you for your membership, Alice!", "en")
+    gift = english.model_copy(update={"membership": Membership(kind="gift", gifts=5)})
+    assert words.line(gift, Thanks("x", credited_to="c1"))[0].startswith("Thank you for the gifted memberships, Alice!")
