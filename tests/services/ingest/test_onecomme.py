@@ -33,7 +33,7 @@ def test_a_comments_frame_becomes_raw_comments() -> None:
             name="しおみ",
             timestamp_ms=1_796_036_400_000,
         ),
-        onecomme_comment("a2", "港の再開発は？", hasGift=True, price=500, unit="¥", paidText="¥500"),
+        onecomme_comment("a2", "港の再開発は？", hasGift=True, price=500, unit="¥", paidText="¥500", isMember=True),
         onecomme_comment("a3", "みなさんこんばんは", isOwner=True),  # the streamer: not a viewer's question
         onecomme_comment("a4", '<img src="x.png" alt=":clap:" class="emoji">', service="twitch", user="tw42"),
         onecomme_comment("a5", "", hasGift=True, price=300, service="twitch", bits="cheer300"),
@@ -43,6 +43,7 @@ def test_a_comments_frame_becomes_raw_comments() -> None:
     assert first.author_id == "UCdddddddddddddddddddddd"
     assert first.published_at == datetime.fromtimestamp(1_796_036_400, UTC)
     assert paid.superchat == SuperChat(amount=500, currency="JPY")
+    assert paid.member and not first.member  # OneComme passes YouTube's membership on as isMember
     assert emoji.text == ":clap:" and emoji.author_id == "twitch:tw42"
     assert cheer.superchat == SuperChat(amount=300, currency="XXX") and cheer.text  # points have no currency
 
