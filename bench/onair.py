@@ -12,8 +12,9 @@ knowledge base:
 2. **free voice** — ``--free`` answerable sample questions, each sent when the
    previous one has left the air and the voice is idle: verified → on air
    (``started_at`` − ``verified_at``) p50/p95. The answer cannot be synthesised
-   before it exists, so this is the voice's synthesis of it plus the stage's own
-   steps; pre-synthesis is what keeps the *next* answer ready (below).
+   before it exists, so this is the voice's synthesis of its first sentence (the
+   rest is made while that one plays) plus the stage's own steps; pre-synthesis
+   is what keeps the *next* answer ready (below).
 3. **busy chat** — at each of ``--rates`` comments a second, ``--minutes`` of
    ``kotae.samples.busy_chat`` through ``kotae replay --onair --timing original``
    (a fresh stack each, so one rate's airings are no repeats for the next):
@@ -51,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe  # noqa: E402
-from speech import answers as sample_answers, measure as measure_voice  # noqa: E402
+from speech import answers as sample_answers, timings as measure_voice  # noqa: E402
 
 from kotae.bus.permissions import REPLAY  # noqa: E402
 from kotae.contracts import OnAirEventV1, subjects  # noqa: E402
@@ -91,7 +92,7 @@ async def voice_table(limit: int) -> str:
     voice = OfflineVoice()
     for lang in ("ja", "en"):  # the dictionaries load on the first call
         await voice.synthesize("準備です。" if lang == "ja" else "Ready.", lang)  # type: ignore[arg-type]
-    rows = await measure_voice(voice, said, 1)
+    rows, _ = await measure_voice(voice, said, 1)
     voice.close()
     lines = [
         "| voice | answers | RTF p50 | RTF p95 | audio p50 (s) | synthesis p50 (s) |",
@@ -139,10 +140,13 @@ async def free_voice(n: int) -> tuple[list[float], list[int]]:
         for i, text in enumerate(texts):
             comment = RawComment(id=f"free-{i}", author=f"viewer{i}", text=text)
             result = await run_replay(stack.settings_for(), stack.address, [comment], timeout=120, onair=True)
-            started = [e for e in events_of(result) if e.event == "started"]
+            events = events_of(result)
+            started = [e for e in events if e.event == "started"]
+            final = next((e for e in reversed(events) if e.event in subjects.AIR_OUTCOMES), None)
             if started and started[0].verified_at and started[0].started_at:
                 waits.append((started[0].started_at - started[0].verified_at).total_seconds())
-                audio.append(started[0].audio_ms or 0)
+                # The whole answer's audio is on its final event (started carries its first sentence's).
+                audio.append((final.audio_ms if final else None) or started[0].audio_ms or 0)
             await asyncio.sleep(1.0)  # the voice idle before the next arrives
         return waits, audio
 

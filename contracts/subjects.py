@@ -43,8 +43,19 @@ MODERATION_ACTIONS: Final = ("message_deleted", "user_banned")
 #: Operator commands to the on-air stage; ``status`` is read from its key-value bucket, not sent.
 CONTROL_COMMANDS: Final = ("skip", "next", "pause", "resume", "hold", "approve", "reject", "block", "end")
 
-#: What the on-air stage says about each answer: two steps and six final outcomes.
-ONAIR_EVENTS: Final = ("queued", "started", "finished", "expired", "withdrawn", "skipped", "shed", "already_aired")
+#: What the on-air stage says about each answer: three steps (``sentence``: the next sentence's clip, ready) and
+#: six final outcomes.
+ONAIR_EVENTS: Final = (
+    "queued",
+    "started",
+    "sentence",
+    "finished",
+    "expired",
+    "withdrawn",
+    "skipped",
+    "shed",
+    "already_aired",
+)
 #: Every verified answer ends in exactly one of these.
 AIR_OUTCOMES: Final = ("finished", "expired", "withdrawn", "skipped", "shed", "already_aired")
 

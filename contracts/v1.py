@@ -574,7 +574,9 @@ class ControlV1(BaseModel):
         return self
 
 
-OnAirEvent = Literal["queued", "started", "finished", "expired", "withdrawn", "skipped", "shed", "already_aired"]
+OnAirEvent = Literal[
+    "queued", "started", "sentence", "finished", "expired", "withdrawn", "skipped", "shed", "already_aired"
+]
 Tier = Literal["superchat", "member", "everyone"]
 
 
@@ -586,6 +588,27 @@ class Asker(BaseModel):
     comment_id: str
     author: str = Field(max_length=200, description="As the bus knows them (hashed id or display name).")
     author_name: str | None = Field(default=None, max_length=200)
+
+
+class SpokenSentence(BaseModel):
+    """One sentence of an airing as the voice says it: its own clip, and when it plays.
+
+    The voice starts on the first sentence while the rest is made: ``started`` carries the
+    first, each ``sentence`` event the next one, the moment it is ready. A sentence plays at
+    ``started_at + offset_ms``, right after the one before it, or later when it was not ready
+    in time (the silence is real, and the offsets say so).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int = Field(ge=1, description="Its place in the airing, 1 first.")
+    of: int = Field(ge=1, description="How many sentences the airing says.")
+    text: str = Field(max_length=4000, description="What the voice says in it.")
+    offset_ms: int = Field(ge=0, description="When it starts, in ms after the airing's started_at.")
+    audio_ms: int = Field(ge=0, description="How long it plays (its audio, or its reading time when text only).")
+    audio_url: str | None = Field(
+        default=None, description="Its own clip on the stage's HTTP server (None: text only)."
+    )
 
 
 class OnAirEventV1(_Message):
@@ -633,9 +656,23 @@ class OnAirEventV1(_Message):
     queue_position: int | None = Field(default=None, ge=1, description="Place in the queue when queued (1: next).")
     queue_length: int | None = Field(default=None, ge=0)
     started_at: datetime | None = Field(default=None, description="When it went on air (the server's clock).")
-    ends_at: datetime | None = Field(default=None, description="When its audio ends (started_at + audio_ms).")
-    audio_ms: int | None = Field(default=None, ge=0, description="Length of the audio (None: text only).")
-    audio_url: str | None = Field(default=None, description="Path of its audio on the stage's HTTP server.")
+    ends_at: datetime | None = Field(
+        default=None,
+        description="When its audio ends by the server's clock; on started and sentence, the audio announced so far.",
+    )
+    audio_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="Length of the audio (None: text only); on started and sentence, of the sentences announced so far.",
+    )
+    audio_url: str | None = Field(
+        default=None,
+        description="Path of its audio on the stage's HTTP server: the first sentence's clip on started, the next "
+        "sentence's on sentence, the whole answer's on a final event.",
+    )
+    sentence: SpokenSentence | None = Field(
+        default=None, description="started and sentence: the sentence this event puts on air, with its own clip."
+    )
     voice: str | None = Field(default=None, description="The voice that spoke it, e.g. 'openjtalk:mei'.")
     reason: str | None = None
     by: str | None = Field(default=None, description="NATS user of the operator whose command caused it.")

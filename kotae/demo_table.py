@@ -120,7 +120,8 @@ def render_air(comments: list[Any], result: ReplayResult, images: dict[str, str]
     for cid, started, final in aired:
         last = started[-1]
         t = (last.started_at - first).total_seconds() if first and last.started_at else 0.0
-        audio = f"{last.audio_ms / 1000:.1f}s" if last.audio_ms else "text"
+        audio_ms = final.audio_ms or last.audio_ms  # the final event's is the whole answer's audio
+        audio = f"{audio_ms / 1000:.1f}s" if audio_ms else "text"
         extra = len(last.askers) - 1
         who = names.get(cid, "") + (f" +{extra} asked the same" if extra > 0 else "")
         tier = "superchat " if last.tier == "superchat" else ""

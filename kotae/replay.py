@@ -91,7 +91,8 @@ def air_record(events: list[OnAirEventV1]) -> dict[str, Any] | None:
         "queued_at": _iso(queued.created_at if queued else None),
         "started_at": _iso(last.started_at if last else None),
         "finished_at": _iso(final.created_at if last else None),
-        "audio_ms": last.audio_ms if last else None,
+        # The final event carries the whole answer's audio; started, only its first sentence's.
+        "audio_ms": (final.audio_ms if final.audio_ms is not None else last.audio_ms) if last else None,
         "reason": final.reason,
     }
 

@@ -10,7 +10,8 @@ from kotae.stage import ExtraPort, Input, OnRequest, Option, Output, Resources, 
 
 _SAYS = {
     "queued": "A verified answer joined the queue (its place and the queue's length).",
-    "started": "An answer went on air: its audio's length and URL, when it ends by the server's clock.",
+    "started": "An answer went on air: its first sentence's clip (length and URL), when it ends by the server's clock.",
+    "sentence": "The next sentence of the answer on air: its own clip, when it starts and when the answer now ends.",
     "finished": "Its audio played to the end (text only, with reason voice_failed, when the voice failed).",
     "expired": "Older than KOTAE_ONAIR_MAX_AGE_S when its turn came.",
     "withdrawn": "Deleted by a moderator, its viewer banned or blocked, rejected, or its document superseded.",

@@ -5,7 +5,7 @@ the bus store it once however often it is sent:
 
 * ``queued``: one per answer;
 * ``started``: one per answer and attempt (an answer interrupted by a takeover is
-  started again, as attempt 2);
+  started again, as attempt 2); ``sentence``: one per next sentence of an attempt;
 * every final outcome of one answer shares one id, so an answer can never end
   twice, whichever speaker sends it.
 
@@ -107,6 +107,9 @@ def msg_id(event: OnAirEventV1) -> str:
     key = event.answer_message_id or event.comment_id
     if event.event == "started":
         return f"onair:{key}:started:{event.attempt}"
+    if event.event == "sentence":
+        n = event.sentence.n if event.sentence is not None else 0
+        return f"onair:{key}:sentence:{event.attempt}:{n}"
     if event.event in FINAL:
         return f"onair:{key}:final"
     return f"onair:{key}:{event.event}"

@@ -8,11 +8,14 @@ A turn (:meth:`Speaker.run`):
    backlog limit; and start synthesising the next few (pre-synthesis);
 2. **choose** — :func:`kotae.services.onair.policy.choose`: ``expired`` and
    ``already_aired`` on the way, then the best-ranked answer that may air;
-3. **air** — wait for its audio (a voice that fails after its retries gives a
-   text-only airing, ``voice_failed``), keep the gap after the previous answer,
-   check once more that it may still air, publish ``started`` (with when its
-   audio ends, by this server's clock), and stay on it until its audio has
-   played — or until it is skipped, withdrawn, or the stream ends;
+3. **air** — wait for the audio of its first sentence (a voice that fails after
+   its retries gives a text-only airing, ``voice_failed``), keep the gap after the
+   previous answer, check once more that it may still air, publish ``started``
+   (the first sentence's clip, and when it ends by this server's clock), then a
+   ``sentence`` event for each next sentence the moment its clip is ready (it
+   plays right after the one before, or later if it was not ready in time), and
+   stay on it until the last has played — or until it is skipped, withdrawn, or
+   the stream ends. Synthesis starts only from a verified answer in the queue;
 4. **quiet chat** — when nothing has waited for ``KOTAE_ONAIR_IDLE_S``, an FAQ
    entry of the stream's knowledge base that has not aired in this stream.
 
@@ -39,12 +42,14 @@ import structlog
 
 from kotae import metrics
 from kotae.contracts import OnAirEventV1
-from kotae.contracts.v1 import Lang
+from kotae.contracts.v1 import Lang, SpokenSentence
 from kotae.knowledge.records import KBRecord
+from kotae.services.onair.airing import Airing
 from kotae.services.onair.events import EventPublisher, about, about_faq
 from kotae.services.onair.knowledge import KnowledgeView
 from kotae.services.onair.policy import Aired, Entry, Policy, choose, ended, thanked_instead, to_shed
 from kotae.services.onair.speech import Audio, Synthesizer, VoiceFailed, speech_text
+from kotae.services.onair.speech.lines import SpokenLines, joined
 from kotae.services.onair.state import OnAir, OnAirState, now_utc
 from kotae.services.onair.thanks import Thanks
 from kotae.services.onair.web import AudioShelf
@@ -55,6 +60,9 @@ log = structlog.get_logger("kotae.onair")
 READING_RATE: dict[str, float] = {"ja": 8.0, "en": 15.0}
 _FAQ_INTRO: dict[str, str] = {"ja": "よくいただく質問です。", "en": "A question we are often asked. "}
 _QUESTION_JOIN: dict[str, str] = {"ja": "。", "en": ". "}
+#: A sentence ready later than this before the previous one ends starts this long after it was ready, so the
+#: overlay has its clip in hand when it is due (a clip fetched late would start late, or be cut).
+FETCH_LEAD_S = 0.15
 
 
 def text_only_ms(text: str, lang: Lang) -> int:
@@ -68,7 +76,7 @@ def audio_id(key: str, attempt: int) -> str:
 
 
 def on_air(
-    text: str, now: datetime, length_ms: int, audio: Audio | None, aid: str, voice_failed: str | None
+    text: str, now: datetime, length_ms: int, audio: Audio | None, url: str, voice_failed: str | None
 ) -> dict[str, Any]:
     """The fields of a ``started`` event: what is said, until when by the server's clock, and its audio."""
     return {
@@ -76,10 +84,15 @@ def on_air(
         "started_at": now,
         "ends_at": now + timedelta(milliseconds=length_ms),
         "audio_ms": audio.duration_ms if audio else None,
-        "audio_url": f"/audio/{aid}.wav" if audio else None,
+        "audio_url": url if audio else None,
         "voice": audio.voice if audio else None,
         "reason": voice_failed,
     }
+
+
+def reading_ms(text: str, lang: Lang) -> int:
+    """How long one sentence shown as text only (its voice failed) stays up: the time to read it."""
+    return round(len(text) / READING_RATE.get(lang, 8.0) * 1000)
 
 
 class Speaker:
@@ -117,6 +130,8 @@ class Speaker:
         self.presynth: int = settings.onair_presynth  # type: ignore[attr-defined]
         self.speech_dir: Path | None = settings.onair_speech_dir  # type: ignore[attr-defined]
         self.faq_kb: str = settings.kb_for(state.stream_id)  # type: ignore[attr-defined]
+        #: Answers are said sentence by sentence (the voice starts on the first); FAQ filler in one clip.
+        self.lines = SpokenLines(speech)
         self._prepared: set[str] = set()
         self._waiting_at_finish = False
 
@@ -233,7 +248,7 @@ class Speaker:
         for entry in wanted:
             if entry.key not in self._prepared:
                 text, lang = self._speech_of(entry)
-                await self.speech.prepare(entry.key, text, lang)
+                await self.lines.prepare(entry.key, text, lang)
                 self._prepared.add(entry.key)
         on_air = self.state.on_air.key if self.state.on_air else None
         keep = {e.key for e in wanted} | {on_air}
@@ -242,7 +257,7 @@ class Speaker:
                 self._forget(key)
 
     def _forget(self, key: str) -> None:
-        self.speech.forget(key)
+        self.lines.forget(key)
         self._prepared.discard(key)
 
     # --- 2. choose --------------------------------------------------------------------
@@ -310,12 +325,13 @@ class Speaker:
         return None
 
     async def _audio_for(self, entry: Entry, stop: asyncio.Event) -> tuple[Audio | None, str | None] | None:
-        """The entry's audio, or (None, the voice's failure); None when it was decided otherwise meanwhile."""
+        """The audio of the entry's first sentence, or (None, the voice's failure); None when it was decided
+        otherwise meanwhile."""
         text, lang = self._speech_of(entry)
-        if entry.key not in self._prepared:
-            await self.speech.prepare(entry.key, text, lang)
+        if entry.key not in self._prepared or entry.key not in self.lines:
+            await self.lines.prepare(entry.key, text, lang)
             self._prepared.add(entry.key)
-        made = asyncio.ensure_future(self.speech.get(entry.key))
+        made = asyncio.ensure_future(self.lines.get(entry.key, 1))
         try:
             while not made.done():
                 await asyncio.wait({made}, timeout=0.25)
@@ -370,13 +386,23 @@ class Speaker:
         text, lang = self._speech_of(entry)
         length_ms = audio.duration_ms if audio else text_only_ms(entry.answer.answer or text, lang)
         aid = audio_id(entry.key, attempt)
+        first: SpokenSentence | None = None
         if audio is not None:
-            self.audio.put(aid, audio)
-            self._write_wav(entry.comment_id, attempt, audio, now)
+            lines = self.lines.lines(entry.key)
+            self.audio.put(f"{aid}-1", audio)
+            first = SpokenSentence(
+                n=1,
+                of=len(lines),
+                text=lines[0],
+                offset_ms=0,
+                audio_ms=audio.duration_ms,
+                audio_url=f"/audio/{aid}-1.wav",
+            )
         started = self._about(
             entry,
             "started",
-            **on_air(text, now, length_ms, audio, aid, voice_failed),
+            **on_air(text, now, length_ms, audio, f"/audio/{aid}-1.wav", voice_failed),
+            sentence=first,
             attempt=attempt,
             resumed=attempt > 1,
         )
@@ -385,40 +411,77 @@ class Speaker:
             return
         if gap_since is not None and self._waiting_at_finish:
             metrics.ONAIR_GAP_SECONDS.observe((now - gap_since).total_seconds())
-        await self._stay_on_air(entry, started, stop)
+        airing = Airing(started, aid, [audio] if audio is not None else [])
+        await self._stay_on_air(entry, airing, stop)
 
-    async def _stay_on_air(self, entry: Entry, started: OnAirEventV1, stop: asyncio.Event) -> None:
-        """Until the audio has played: keep settling the queue, and take it off air when it must go."""
-        assert started.ends_at is not None
-        carried = dict(
-            speech=started.speech,
-            started_at=started.started_at,
-            ends_at=started.ends_at,
-            audio_ms=started.audio_ms,
-            audio_url=started.audio_url,
-            voice=started.voice,
-            attempt=started.attempt,
-            resumed=started.resumed,
-        )
+    async def _stay_on_air(self, entry: Entry, airing: Airing, stop: asyncio.Event) -> None:
+        """Until the last sentence has played: announce each next sentence as its clip is ready, keep settling
+        the queue, and take it off air when it must go."""
         seen = self.state.version
-        while True:
-            left = (started.ends_at - self.clock()).total_seconds()
-            if left <= 0:
-                break
-            # A skip or a withdrawal wakes it at once; 0.5 s at most, as the lease's trust runs out with time.
-            await self.state.wait_changed(min(left, 0.5), since=seen)
-            seen = self.state.version
-            if not self.holds():
-                log.warning("onair.cut_off", comment_id=entry.comment_id, reason="the lease is no longer certain")
-                return
-            stop_now = self._stop_reason(entry)
-            if stop_now:
-                outcome, reason, by = stop_now
-                await self._final(entry, outcome, reason=reason, by=by, **carried)
-                return
-            await self.settle()
+        pending: asyncio.Future[Audio] | None = None
+        try:
+            while True:
+                if pending is None and airing.said < airing.of:
+                    pending = asyncio.ensure_future(self.lines.get(entry.key, airing.said + 1))
+                left = (airing.ends_at - self.clock()).total_seconds()
+                if pending is None and left <= 0:
+                    break
+                # A skip or a withdrawal wakes it at once, and so does the next sentence's clip; 0.5 s at most,
+                # as the lease's trust runs out with time.
+                changed = asyncio.ensure_future(self.state.wait_changed(min(max(left, 0.0), 0.5) or 0.5, since=seen))
+                await asyncio.wait({changed} | ({pending} if pending else set()), return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+                seen = self.state.version
+                if not self.holds():
+                    log.warning("onair.cut_off", comment_id=entry.comment_id, reason="the lease is no longer certain")
+                    return
+                stop_now = self._stop_reason(entry)
+                if stop_now:
+                    outcome, reason, by = stop_now
+                    await self._final(entry, outcome, reason=reason, by=by, **airing.carried())
+                    return
+                if pending is not None and pending.done():
+                    if not await self._next_sentence(entry, airing, pending):
+                        return
+                    pending = None
+                await self.settle()
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()
         self._waiting_at_finish = bool(self.state.entries)
-        await self._final(entry, "finished", reason=started.reason, **carried)
+        whole = joined(airing.clips) if len(airing.clips) == airing.of else None
+        if whole is not None:
+            self.audio.put(airing.aid, whole)
+            self._write_wav(entry.comment_id, airing.started.attempt, whole, airing.started_at)
+        elif airing.clips:
+            for n, clip in enumerate(airing.clips, 1):
+                self._write_wav(f"{entry.comment_id}-{n}", airing.started.attempt, clip, airing.started_at)
+        await self._final(entry, "finished", reason=airing.reason, **airing.carried(whole))
+
+    async def _next_sentence(self, entry: Entry, airing: Airing, made: asyncio.Future[Audio]) -> bool:
+        """Put the next sentence on air: right after the previous one, or as soon as it can be fetched when it
+        was late; text only (for its reading time) when its voice failed. False when the lease is gone."""
+        n = airing.said + 1
+        text = self.lines.lines(entry.key)[n - 1]
+        try:
+            clip: Audio | None = made.result()
+        except (VoiceFailed, KeyError) as exc:
+            why = exc.reason if isinstance(exc, VoiceFailed) else "its speech was dropped before it aired"
+            log.warning("onair.voice_failed", comment_id=entry.comment_id, sentence=n, reason=why)
+            airing.reason = airing.reason or f"voice_failed: sentence {n}: {why}"
+            clip = None
+        at = max(airing.ends_at, self.clock() + timedelta(seconds=FETCH_LEAD_S))
+        offset_ms = round((at - airing.started_at).total_seconds() * 1000)
+        url = None
+        if clip is not None:
+            url = f"/audio/{airing.aid}-{n}.wav"
+            self.audio.put(f"{airing.aid}-{n}", clip)
+        length_ms = clip.duration_ms if clip is not None else reading_ms(text, entry.answer.comment.lang)
+        sentence = SpokenSentence(n=n, of=airing.of, text=text, offset_ms=offset_ms, audio_ms=length_ms, audio_url=url)
+        airing.add(sentence, clip)
+        event = self._about(entry, "sentence", **airing.carried(), sentence=sentence)
+        event = event.model_copy(update={"audio_url": url})
+        return await self.publisher.publish(event, entry.traceparent) is not None
 
     def _write_wav(self, comment_id: str, attempt: int, audio: Audio, at: datetime) -> None:
         if self.speech_dir is None:
@@ -453,7 +516,7 @@ class Speaker:
             for key, entry in wanted.items():
                 if key not in self._prepared:
                     text, lang = self._speech_of(entry)
-                    await self.speech.prepare(key, text, lang)
+                    await self.lines.prepare(key, text, lang)
                     self._prepared.add(key)
             waiter = asyncio.ensure_future(until.wait())
             changed = asyncio.ensure_future(self.state.wait_changed(5.0, since=seen))
@@ -474,7 +537,7 @@ class Speaker:
             closing = {"event": "skipped", "reason": reason, "message_id": _new_id(), "created_at": now}
             await self.publisher.publish(event.model_copy(update=closing))
             return
-        if now >= on_air.ends_at:
+        if now >= on_air.ends_at and on_air.complete:
             # Its audio had played to the end before the speaker could say so.
             await self._final(entry, "finished", reason="finished as its speaker stopped", **_carried(event))
             return
@@ -517,7 +580,8 @@ class Speaker:
         if audio is not None:
             self.audio.put(aid, audio)
             self._write_wav(key, attempt, audio, now)
-        started = about_faq(record, self.state.stream_id, "started", **on_air(text, now, length_ms, audio, aid, failed))
+        fields = on_air(text, now, length_ms, audio, f"/audio/{aid}.wav", failed)
+        started = about_faq(record, self.state.stream_id, "started", **fields)
         if await self.publisher.publish(started) is None:
             return
         seen = self.state.version

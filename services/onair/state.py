@@ -32,6 +32,7 @@ import structlog
 
 from kotae.citations import strip_markers
 from kotae.contracts import AnswerV1, Asker, ControlV1, ModerationV1, OnAirEventV1, subjects
+from kotae.contracts.v1 import SpokenSentence
 from kotae.knowledge.text import normalize, search_tokens
 from kotae.services.onair.placement import placement, verdict_words
 from kotae.services.onair.policy import Aired, Entry, Policy, cooling, rank_key, ranked
@@ -97,10 +98,31 @@ class OnAir:
     event: OnAirEventV1  # its `started` event
     entry: Entry | None  # None for an FAQ entry
     attempt: int = 1
+    #: Its sentences announced so far (``started``'s, then each ``sentence`` event's), first first.
+    sentences: list[SpokenSentence] = field(default_factory=list)
+    latest: OnAirEventV1 | None = None  # its last ``sentence`` event
+
+    def __post_init__(self) -> None:
+        if not self.sentences and self.event.sentence is not None:
+            self.sentences = [self.event.sentence]
 
     @property
     def ends_at(self) -> datetime:
+        """When what has been announced of it ends (the last sentence announced)."""
+        if self.latest is not None and self.latest.ends_at is not None:
+            return self.latest.ends_at
         return self.event.ends_at or self.event.created_at
+
+    @property
+    def complete(self) -> bool:
+        """Whether every sentence it says has been announced (an airing in one clip always is)."""
+        return self.event.sentence is None or len(self.sentences) >= self.event.sentence.of
+
+    def add_sentence(self, event: OnAirEventV1) -> None:
+        """A ``sentence`` event of this airing: its clip is on air next."""
+        if event.sentence is not None and all(s.n != event.sentence.n for s in self.sentences):
+            self.sentences.append(event.sentence)
+            self.latest = event
 
 
 @dataclass(frozen=True)
@@ -318,6 +340,9 @@ class OnAirState:
                 self.entries[key].queued = True
         elif event.event == "started":
             self._started(key, event)
+        elif event.event == "sentence":
+            if self.on_air is not None and self.on_air.key == key and self.on_air.attempt == event.attempt:
+                self.on_air.add_sentence(event)
         elif event.event in FINAL:
             self._final(key, event)
         self._changed()

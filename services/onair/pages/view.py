@@ -16,7 +16,7 @@ from typing import Any
 
 from kotae.contracts import OnAirEventV1
 from kotae.services.onair.pages.slides import Slide, SlideFinder
-from kotae.services.onair.pages.subtitles import cues
+from kotae.services.onair.pages.subtitles import Cue, cues, split_sentences
 from kotae.services.onair.state import OnAirState, key_of, now_utc
 from kotae.services.onair.web import AudioShelf
 
@@ -86,6 +86,20 @@ class PageViews:
             self._cues.popitem(last=False)
         return found
 
+    def _sentence_cues(self, event: OnAirEventV1, said: list[Any]) -> list[dict[str, Any]]:
+        """One cue per sentence announced, timed by its own clip: the displayed sentence (with its [N]
+        markers) when the answer's sentences line up with the spoken ones, else what the voice says."""
+        shown = split_sentences(event.answer or "") if event.kind != "thanks" else []
+        of = said[0].of
+        lead = of - len(shown) if self.read_question and event.kind == "answer" and event.question else 0
+        lines_up = bool(shown) and of == len(shown) + max(0, lead)
+        made = []
+        for s in said:
+            part = "question" if s.n <= lead else "answer"
+            text = shown[s.n - lead - 1] if lines_up and part == "answer" else s.text
+            made.append(Cue(text, s.offset_ms, s.offset_ms + s.audio_ms, part).as_dict())
+        return made
+
     def on_air(self) -> dict[str, Any] | None:
         on_air = self.state.on_air
         if on_air is None:
@@ -104,10 +118,11 @@ class PageViews:
             "tier": ev.tier,
             "superchat": ev.superchat.model_dump() if ev.superchat else None,
             "answer": ev.answer,
-            "cues": self._cues_of(on_air.key, ev),
+            "cues": self._sentence_cues(ev, on_air.sentences) if on_air.sentences else self._cues_of(on_air.key, ev),
+            "sentences": [s.model_dump() for s in on_air.sentences],
             "slide": slide.as_dict() if slide else None,
             "audio_url": ev.audio_url,
-            "audio_ms": ev.audio_ms,
+            "audio_ms": (on_air.latest or ev).audio_ms,
             "started_at": _iso(ev.started_at or ev.created_at),
             "ends_at": _iso(on_air.ends_at),
             "attempt": ev.attempt,

@@ -40,40 +40,79 @@
     return serverNow() - Date.parse(air.started_at);
   }
 
-  // The audio is fetched whole and played from memory, so the page can start it (or seek it) at the second the
-  // server's clock says: a reload mid-answer resumes mid-sentence, not from the start.
-  let audioUrl = null;
-  async function play(air) {
-    unmute.hidden = true;
-    if (!air.audio_url) return;
-    if (air.audio_ms && elapsedMs(air) >= air.audio_ms) return; // its audio has already played out
-    if (!air.blob) {
-      const reply = await fetch(air.audio_url);
-      if (!reply.ok || current !== air) return;
-      air.blob = URL.createObjectURL(await reply.blob());
+  // An answer is said sentence by sentence: one clip each, with its place on the server's clock (offset_ms after
+  // started_at). Each clip is fetched the moment the server announces it and kept in memory, so when the one before
+  // ends the next starts at once (back to back), and the page can start (or seek) a clip at the second the server's
+  // clock says: a reload mid-answer resumes mid-sentence, not from the start.
+  const blobs = new Map(); // clip URL -> object URL, for the airing on air
+  let playing = null; // the clip in the audio element
+  let due = null; // a timer for a clip whose moment has not come
+
+  function clipsOf(air) {
+    if (air.sentences && air.sentences.length) return air.sentences.filter((c) => c.audio_url);
+    return air.audio_url ? [{ n: 1, offset_ms: 0, audio_ms: air.audio_ms || 0, audio_url: air.audio_url }] : [];
+  }
+
+  function fetchClips(air) {
+    for (const clip of clipsOf(air)) {
+      if (blobs.has(clip.audio_url)) continue;
+      blobs.set(clip.audio_url, null);
+      fetch(clip.audio_url)
+        .then((reply) => (reply.ok ? reply.blob() : null))
+        .then((blob) => {
+          if (!blob || current !== air) return;
+          blobs.set(clip.audio_url, URL.createObjectURL(blob));
+          schedule();
+        })
+        .catch(() => blobs.delete(clip.audio_url));
     }
-    if (current !== air) { URL.revokeObjectURL(air.blob); return; }
-    if (audioUrl && audioUrl !== air.blob) URL.revokeObjectURL(audioUrl);
-    audioUrl = air.blob;
-    audio.src = air.blob;
-    const at = Math.max(0, elapsedMs(air) / 1000);
-    if (at > 0.05) audio.currentTime = at;
-    try {
-      await audio.play();
-    } catch (err) {
-      unmute.hidden = false; // a browser that wants a click first (OBS does not)
+  }
+
+  // Which clip plays now: the one under the server's clock, or the next one once the one playing has ended.
+  function schedule() {
+    if (!current || current.leaving) return;
+    const busy = playing && audio.src && !audio.paused && !audio.ended;
+    if (busy) return;
+    const pos = elapsedMs(current);
+    const after = playing ? playing.n : 0;
+    const next = clipsOf(current).find((c) => c.n > after && pos < c.offset_ms + c.audio_ms);
+    if (!next) return;
+    const blob = blobs.get(next.audio_url);
+    if (!blob) return; // fetched soon: schedule() runs again then
+    const early = next.offset_ms - pos;
+    // The one before it just played to its end: this one follows at once (the page's clock and the audio's
+    // differ by a few tens of ms; resync() keeps them together).
+    const followsOn = playing && audio.ended && next.n === playing.n + 1 && early < 300;
+    if (early > 40 && !followsOn) {
+      clearTimeout(due);
+      due = setTimeout(schedule, early);
+      return;
     }
+    playing = next;
+    audio.src = blob;
+    // Back to back (its predecessor just ended): from its start. Joined late (a reload): where the server is.
+    const at = -early / 1000;
+    if (at > 0.25) audio.currentTime = at;
+    audio.play().then(() => { unmute.hidden = true; }).catch(() => { unmute.hidden = false; }); // OBS needs no click
+  }
+
+  function play(air) {
+    fetchClips(air);
+    schedule();
   }
 
   function stop() {
+    clearTimeout(due);
     audio.pause();
     audio.removeAttribute("src");
     audio.load();
-    if (audioUrl) URL.revokeObjectURL(audioUrl);
-    audioUrl = null;
+    for (const url of blobs.values()) if (url) URL.revokeObjectURL(url);
+    blobs.clear();
+    playing = null;
   }
 
   function show(air) {
+    if (current) stop();
     current = air;
     shownCue = -1;
     lang = air.lang || "ja";
@@ -96,7 +135,7 @@
     stage.classList.add("airing");
     stage.classList.remove("idle");
     stage.dataset.commentId = air.comment_id;
-    play(air).catch(() => { unmute.hidden = false; });
+    play(air);
     tick();
   }
 
@@ -116,8 +155,8 @@
     if (!current) return;
     const cues = current.cues || [];
     if (!cues.length) return;
-    const playing = current.audio_url && audio.src && !audio.paused && !audio.ended;
-    const pos = playing ? audio.currentTime * 1000 : elapsedMs(current);
+    const sounding = playing && audio.src && !audio.paused && !audio.ended;
+    const pos = sounding ? playing.offset_ms + audio.currentTime * 1000 : elapsedMs(current);
     let index = cues.findIndex((c) => pos >= c.start_ms && pos < c.end_ms);
     if (index < 0) index = pos < cues[0].start_ms ? 0 : cues.length - 1;
     if (index === shownCue) return;
@@ -133,8 +172,10 @@
   // little after the server's clock said, while it loaded): let it end. Anything else is cut at once.
   function offAir(last) {
     const finished = last && current && last.key === current.key && last.outcome === "finished";
-    const playing = current && current.audio_url && audio.src && !audio.paused && !audio.ended;
-    if (finished && playing && audio.duration - audio.currentTime < 2) {
+    const sounding = current && playing && audio.src && !audio.paused && !audio.ended;
+    const clips = current ? clipsOf(current) : [];
+    const lastClip = sounding && clips.length && playing.n === clips[clips.length - 1].n;
+    if (finished && lastClip && audio.duration - audio.currentTime < 2) {
       if (!current.leaving) {
         current.leaving = true;
         const done = () => { if (current && current.leaving) clear(); };
@@ -148,8 +189,8 @@
 
   // Keep the audio on the server's clock: a page that fell behind (a slow load, a stall) catches up.
   function resync() {
-    if (!current || current.leaving || !current.audio_url || !audio.src || audio.paused || audio.ended) return;
-    const want = elapsedMs(current) / 1000;
+    if (!current || current.leaving || !playing || !audio.src || audio.paused || audio.ended) return;
+    const want = (elapsedMs(current) - playing.offset_ms) / 1000;
     if (want < audio.duration && Math.abs(audio.currentTime - want) > 0.75) audio.currentTime = want;
   }
 
@@ -161,17 +202,24 @@
     } else if (!current || current.key !== air.key) {
       show(air);
     } else {
-      current = Object.assign(current, { cues: air.cues, slide: air.slide, ends_at: air.ends_at });
+      current = Object.assign(current, {
+        cues: air.cues, slide: air.slide, ends_at: air.ends_at, sentences: air.sentences, audio_ms: air.audio_ms,
+      });
+      fetchClips(current);
+      schedule();
     }
     const preparing = !air && state.preparing;
     $("preparing").hidden = !preparing;
     $("preparing-text").textContent = words(lang).preparing;
   }
 
-  unmute.addEventListener("click", () => { if (current) play(current).catch(() => {}); });
+  unmute.addEventListener("click", () => { if (playing) audio.play().catch(() => {}); else schedule(); });
+  // The next sentence, at once: in the next task, so whoever else listens to this clip's end sees this clip.
+  audio.addEventListener("ended", () => setTimeout(schedule, 0));
   setInterval(tick, 100);
+  setInterval(schedule, 250);
   setInterval(resync, 1000);
   const source = new EventSource("/overlay/stream");
   source.addEventListener("state", (event) => apply(JSON.parse(event.data)));
-  window.kotaeOverlay = { current: () => current, cue: () => shownCue, offsetMs: () => offsetMs };
+  window.kotaeOverlay = { current: () => current, cue: () => shownCue, clip: () => playing, offsetMs: () => offsetMs };
 })();

@@ -34,8 +34,10 @@ QUESTIONS = {
 WATCH_OVERLAY = """() => {
   const w = window.__kotae = {subtitles: [], shownAt: [], ended: [], played: []};
   const voice = document.getElementById('voice');
-  voice.addEventListener('ended', () => w.ended.push({src: voice.currentSrc, at: voice.currentTime, duration: voice.duration}));
-  voice.addEventListener('playing', () => w.played.push(voice.currentSrc));
+  const clip = () => (window.kotaeOverlay.clip() || {}).n || null;
+  voice.addEventListener('ended', () => w.ended.push({src: voice.currentSrc, n: clip(), at: voice.currentTime,
+    duration: voice.duration, t: performance.now()}));
+  voice.addEventListener('playing', () => w.played.push({src: voice.currentSrc, n: clip(), t: performance.now()}));
   w.changes = [];
   new MutationObserver(() => w.changes.push({id: document.getElementById('stage').dataset.commentId || null, at: Date.now()}))
     .observe(document.getElementById('stage'), {attributes: true, attributeFilter: ['data-comment-id']});
@@ -105,29 +107,53 @@ async def test_an_aired_answer_shows_its_question_subtitles_and_slide_and_its_au
     assert box and box["width"] > 100 and box["height"] > 50
     assert "/slides/default/childcare-2027" in (await slide.get_attribute("src") or "")
     air = await overlay.evaluate("() => window.kotaeOverlay.current()")
-    # The question is read first (its words are on screen already), then the answer, a cue per sentence.
-    assert [c["part"] for c in air["cues"]][0] == "question", air
-    answer_cues = [c for c in air["cues"] if c["part"] == "answer"]
-    cues = [c["text"] for c in answer_cues]
-    assert cues, air
+    # The voice starts on the first sentence (here the question, read first) while the rest is made.
+    assert air["sentences"][0]["n"] == 1 and air["cues"][0]["part"] == "question", air
     await overlay.wait_for_timeout(1200)
     await overlay.screenshot(path=str(screenshots / "overlay.png"), omit_background=True)  # as OBS composites it
-    await audio_ended(overlay)
-    ended = (await overlay.evaluate("() => window.__kotae"))["ended"][0]
-    assert any(url.endswith(air["audio_url"]) for url in pages["seen"][0].requests)  # the airing's own audio
-    assert ended["at"] == pytest.approx(ended["duration"], abs=0.05) and ended["duration"] * 1000 == pytest.approx(
-        air["audio_ms"], abs=60
+    await overlay.wait_for_function(
+        "() => { const a = window.kotaeOverlay.current(); return a && a.sentences.length === a.sentences[0].of; }",
+        timeout=30_000,
     )
-    shown = (await overlay.evaluate("() => window.__kotae"))["subtitles"]
+    air = await overlay.evaluate("() => window.kotaeOverlay.current()")
+    clips = air["sentences"]
+    answer_cues = [c for c in air["cues"] if c["part"] == "answer"]
+    cues = [c["text"] for c in answer_cues]
+    assert len(clips) >= 2 and cues, air  # the question, then each sentence of the answer
+    await overlay.wait_for_function(
+        "(n) => window.__kotae.ended.length >= n", arg=len(clips), timeout=60_000, polling=100
+    )
+    watched = await overlay.evaluate("() => window.__kotae")
+    # Every sentence's own clip was fetched and played to its end, once each, in order.
+    requests = [u for u in pages["seen"][0].requests if "/audio/" in u]
+    assert [next(i for i, u in enumerate(requests) if u.endswith(c["audio_url"])) for c in clips] == sorted(
+        next(i for i, u in enumerate(requests) if u.endswith(c["audio_url"])) for c in clips
+    ), requests
+    assert [e["n"] for e in watched["ended"]] == [c["n"] for c in clips], watched["ended"]
+    for ended, clip in zip(watched["ended"], clips, strict=True):
+        assert ended["at"] == pytest.approx(ended["duration"], abs=0.05), ended
+        assert ended["duration"] * 1000 == pytest.approx(clip["audio_ms"], abs=60), (ended, clip)
+    # Back to back: each clip that was due right after the one before started within a few frames of its end.
+    plays = {p["n"]: p["t"] for p in watched["played"]}
+    for before, after in zip(clips, clips[1:], strict=False):
+        if after["offset_ms"] == before["offset_ms"] + before["audio_ms"]:
+            end = next(e["t"] for e in watched["ended"] if e["n"] == before["n"])
+            assert plays[after["n"]] - end < 100, (before, after, watched)
+    shown = watched["subtitles"]
     visible = [s.replace(" ", "") for s in shown]
-    # Each sentence came on screen, in order, while the audio played.
+    # Each sentence came on screen, in order, while its clip played ...
     assert [c for c in cues if any(c.replace("[", "").replace("]", "")[:6] in v for v in visible)] == cues, shown
-    # ... and not before its words are said: the first answer cue waited for the question's reading.
+    # ... and not before its words are said: the first answer cue waited for the question's clip to end.
     first = visible.index(next(v for v in visible if cues[0].replace("[", "").replace("]", "")[:6] in v))
-    shown_at = (await overlay.evaluate("() => window.__kotae"))["shownAt"][first]
-    assert shown_at * 1000 >= answer_cues[0]["start_ms"] - 250, (shown_at, answer_cues[0])
+    assert watched["shownAt"][first] >= 0 and watched["ended"][0]["n"] == 1
+    assert answer_cues[0]["start_ms"] >= clips[0]["audio_ms"]
+    await overlay.wait_for_function("() => !window.kotaeOverlay.current()", timeout=10_000)
     events = await stack_on_air.events("p-fee")
-    assert [e["event"] for e in events][-2:] == ["started", "finished"]
+    steps = [e["event"] for e in events]
+    assert steps[-1] == "finished" and steps.count("sentence") == len(clips) - 1, steps
+    assert steps.index("started") < steps.index("sentence")
+    finished = events[-1]
+    assert finished["audio_ms"] == pytest.approx(sum(c["audio_ms"] for c in clips), abs=len(clips))
 
 
 async def test_a_reload_mid_answer_resumes_the_same_answer_where_the_server_is(
@@ -145,7 +171,10 @@ async def test_a_reload_mid_answer_resumes_the_same_answer_where_the_server_is(
     after = await overlay.evaluate("() => window.kotaeOverlay.current()")
     assert after["key"] == before["key"]  # the same answer, the same airing
     await overlay.wait_for_function("() => !document.getElementById('voice').paused", timeout=5000)
-    position = await overlay.evaluate("() => document.getElementById('voice').currentTime")
+    # Where in the answer: the clip's place in the airing plus the position in that clip.
+    position = await overlay.evaluate(
+        "() => window.kotaeOverlay.clip().offset_ms / 1000 + document.getElementById('voice').currentTime"
+    )
     elapsed = (time.time() * 1000 - _epoch_ms(after["started_at"])) / 1000
     assert position > 1.0 and position == pytest.approx(elapsed, abs=1.0)  # not from the start: where the server is
     await audio_ended(overlay)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import wave
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,7 +56,8 @@ async def test_an_airing_answer_has_timed_subtitles_and_its_slide_served_from_th
     await harness.start_stage()
     url = await harness.http()
     await harness.answer(verified_answer("c-fee", "保育料っていくら？", LONG, author="しおみママ", received_at=now()))
-    await harness.until(lambda: harness.of("c-fee", "started"), what="c-fee on air")
+    # The voice starts on the first sentence; the second is announced, with its own clip, once it is made.
+    await harness.until(lambda: harness.of("c-fee", "sentence"), what="c-fee's second sentence")
     async with httpx.AsyncClient(base_url=url) as http:
         air = (await http.get("/overlay/state")).json()["on_air"]
         assert air["comment_id"] == "c-fee" and air["asker"] == "しおみママ" and air["question"] == "保育料っていくら？"
@@ -63,8 +66,16 @@ async def test_an_airing_answer_has_timed_subtitles_and_its_slide_served_from_th
             "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします[1]。",
             "第2子以降の保育料は無料にします[1]。",
         ]
+        # Back to back: the second sentence starts where the first one's clip ends.
         assert cues[0]["start_ms"] == 0 and cues[0]["end_ms"] == cues[1]["start_ms"] < cues[1]["end_ms"]
         assert cues[1]["end_ms"] == pytest.approx(air["audio_ms"], abs=20)
+        clips = air["sentences"]
+        assert [c["n"] for c in clips] == [1, 2] and all(c["of"] == 2 for c in clips)
+        for clip, cue in zip(clips, cues, strict=True):
+            wav = (await http.get(clip["audio_url"])).content
+            with wave.open(io.BytesIO(wav)) as audio:
+                assert round(audio.getnframes() * 1000 / audio.getframerate()) == clip["audio_ms"]
+            assert cue["end_ms"] - cue["start_ms"] == clip["audio_ms"]
         assert air["slide"] == {
             "url": "/slides/default/childcare-2027",
             "number": 4,
