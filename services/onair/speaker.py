@@ -133,6 +133,7 @@ class Speaker:
         #: Answers are said sentence by sentence (the voice starts on the first); FAQ filler in one clip.
         self.lines = SpokenLines(speech)
         self._prepared: set[str] = set()
+        self._warmed = False
         self._waiting_at_finish = False
 
     # --- the loop -----------------------------------------------------------------
@@ -143,6 +144,7 @@ class Speaker:
     async def run(self, stop: asyncio.Event) -> None:
         """Speak until ``stop`` is set or the lease is lost."""
         log.info("onair.speaking", stream_id=self.state.stream_id)
+        await self._warm_up()
         while self._may_speak(stop):
             seen = self.state.version  # a change during what follows ends the wait below at once
             await self.settle()
@@ -153,6 +155,17 @@ class Speaker:
                 continue
             await self.state.wait_changed(self._quiet_for(), since=seen)
         log.info("onair.silent", stream_id=self.state.stream_id, stopping=stop.is_set())
+
+    async def _warm_up(self) -> None:
+        """Have the voice say a word nobody hears, in the background, once: its dictionary and the loudness
+        pass load on the first call (about a second), which the first answer would otherwise wait for. Only the
+        offline voice: a call to an engine or a hosted voice is not free, and it loads nothing here."""
+        if self._warmed or getattr(self.speech.voice, "name", "") != "openjtalk":
+            return
+        self._warmed = True
+        words: dict[Lang, str] = {"ja": "はい。", "en": "Yes."}
+        for lang, word in words.items():
+            await self.speech.prepare(("warm-up", lang), word, lang)
 
     def _quiet_for(self) -> float:
         """How long nothing can happen unless something changes: until the next expiry, cooldown or idle FAQ."""
