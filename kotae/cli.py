@@ -256,6 +256,16 @@ def _asked(args: argparse.Namespace) -> dict[str, Any]:
     return {name: stage for name, stage in _on_request_stages().items() if getattr(args, name, False)}
 
 
+def _airs(args: argparse.Namespace | None) -> bool:
+    """Whether a stage asked for puts answers on air: a demo or a replay then waits for their air outcomes and shows them."""
+    from kotae.contracts import subjects
+
+    if args is None:
+        return False
+    outcomes = {subjects.onair(outcome) for outcome in subjects.AIR_OUTCOMES}
+    return any(outcomes & set(stage.published) for stage in _asked(args).values())
+
+
 def _stack_options(
     args: argparse.Namespace, *, standby: bool
 ) -> tuple[tuple[str, ...], dict[str, int], dict[str, str]]:
@@ -447,7 +457,7 @@ async def _replay_on_stack(
             comments,
             timeout=timeout,
             wait_for_evaluations=wait_evals,
-            onair=bool(args is not None and getattr(args, "onair", False)),
+            onair=_airs(args),
             timing=getattr(args, "timing", "fast"),
             speed=getattr(args, "speed", 1.0),
         )
@@ -618,9 +628,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         f"kotae demo: {len(comments)} comments from {comments_path.name}, knowledge base {kb_path.name}; starting the stack…",
         flush=True,
     )
-    result = _run(_replay_on_stack(settings, items, args.timeout, 0.0 if args.onair else 15.0, args))
+    airs = _airs(args)
+    result = _run(_replay_on_stack(settings, items, args.timeout, 0.0 if airs else 15.0, args))
     print(render(comments, result))
-    if args.onair:
+    if airs:
         print()
         print(render_air(comments, result, _slide_images(kb_path)))
     if result.missing:

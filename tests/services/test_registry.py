@@ -97,7 +97,7 @@ def test_the_stack_the_cli_and_the_nats_users_derive_from_the_registry() -> None
 
 def test_an_on_request_stage_brings_its_options_and_the_stack_names_no_stage(tmp_path: Path) -> None:
     """``kotae up/demo/replay --<name>`` take the options its declaration lists and pass them as it says."""
-    from kotae.cli import _stack_options
+    from kotae.cli import _airs, _stack_options
 
     parser = build_parser()
     asked = [stage for stage in STAGES if stage.on_request]
@@ -111,6 +111,9 @@ def test_an_on_request_stage_brings_its_options_and_the_stack_names_no_stage(tmp
             assert (option.env in env) == (option.default is not None)  # e.g. a new show unless one is named
             _, _, env = _stack_options(parser.parse_args(["up"]), standby=True)
             assert option.env not in env  # not asked: nothing of it
+        airs = subjects.onair("finished") in stage.published  # a demo then waits for what aired, and shows it
+        assert _airs(parser.parse_args(["demo", f"--{stage.name}"])) is airs
+    assert _airs(parser.parse_args(["demo"])) is False
     names = {stage.name for stage in STAGES}
     tree = ast.parse((ROOT / "kotae" / "stack.py").read_text(encoding="utf-8"))
     assert [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names] == []
