@@ -8,12 +8,47 @@ event the whole: every field stays true at the moment it is published.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from kotae.contracts import OnAirEventV1
-from kotae.contracts.v1 import SpokenSentence
+from kotae.contracts.v1 import Lang, SpokenSentence
 from kotae.services.onair.speech import Audio
+
+#: How fast a text-only answer is read on screen when the voice failed (characters a second).
+READING_RATE: dict[str, float] = {"ja": 8.0, "en": 15.0}
+
+
+def text_only_ms(text: str, lang: Lang) -> int:
+    """How long a text-only answer stays on air: the time to read it, at least 3 s."""
+    return max(3000, round(len(text) / READING_RATE.get(lang, 8.0) * 1000))
+
+
+def audio_id(key: str, attempt: int) -> str:
+    """The id in an audio URL: stable for one airing, and safe in a path."""
+    return hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest()[:20]
+
+
+def on_air(
+    text: str, now: datetime, length_ms: int, audio: Audio | None, url: str, voice_failed: str | None
+) -> dict[str, Any]:
+    """The fields of a ``started`` event: what is said, until when by the server's clock, and its audio."""
+    return {
+        "speech": text,
+        "started_at": now,
+        "ends_at": now + timedelta(milliseconds=length_ms),
+        "audio_ms": audio.duration_ms if audio else None,
+        "audio_url": url if audio else None,
+        "voice": audio.voice if audio else None,
+        "reason": voice_failed,
+    }
+
+
+def reading_ms(text: str, lang: Lang) -> int:
+    """How long one sentence shown as text only (its voice failed) stays up: the time to read it."""
+    return round(len(text) / READING_RATE.get(lang, 8.0) * 1000)
 
 
 @dataclass

@@ -17,7 +17,12 @@ A turn (:meth:`Speaker.run`):
    stay on it until the last has played — or until it is skipped, withdrawn, or
    the stream ends. Synthesis starts only from a verified answer in the queue;
 4. **quiet chat** — when nothing has waited for ``KOTAE_ONAIR_IDLE_S``, an FAQ
-   entry of the stream's knowledge base that has not aired in this stream.
+   entry of the stream's knowledge base that has not aired in this stream
+   (:mod:`kotae.services.onair.quiet_chat`).
+
+What an airing's events say (its sentences, until when, its audio) is
+:mod:`kotae.services.onair.airing`; the aired audio kept on disk is
+:mod:`kotae.services.onair.archive`.
 
 A speaker that takes over finds what its predecessor left on air without an
 outcome: an answer cut off before its audio ended airs again from the start,
@@ -30,25 +35,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 import structlog
 
 from kotae import metrics
 from kotae.contracts import OnAirEventV1
 from kotae.contracts.v1 import Lang, SpokenSentence
-from kotae.knowledge.records import KBRecord
-from kotae.services.onair.airing import Airing
-from kotae.services.onair.events import EventPublisher, about, about_faq
+from kotae.services.onair.airing import Airing, audio_id, on_air, reading_ms, text_only_ms
+from kotae.services.onair.archive import SpeechArchive
+from kotae.services.onair.events import EventPublisher, about
 from kotae.services.onair.knowledge import KnowledgeView
 from kotae.services.onair.policy import Aired, Entry, Policy, choose, ended, thanked_instead, to_shed
-from kotae.services.onair.speech import Audio, Synthesizer, VoiceFailed, speech_text
+from kotae.services.onair.quiet_chat import QuietChat
+from kotae.services.onair.speech import Audio, Synthesizer, VoiceFailed
 from kotae.services.onair.speech.lines import SpokenLines, joined
 from kotae.services.onair.state import OnAir, OnAirState, now_utc
 from kotae.services.onair.thanks import Thanks
@@ -56,43 +58,9 @@ from kotae.services.onair.web import AudioShelf
 
 log = structlog.get_logger("kotae.onair")
 
-#: How fast a text-only answer is read on screen when the voice failed (characters a second).
-READING_RATE: dict[str, float] = {"ja": 8.0, "en": 15.0}
-_FAQ_INTRO: dict[str, str] = {"ja": "よくいただく質問です。", "en": "A question we are often asked. "}
-_QUESTION_JOIN: dict[str, str] = {"ja": "。", "en": ". "}
 #: A sentence ready later than this before the previous one ends starts this long after it was ready, so the
 #: overlay has its clip in hand when it is due (a clip fetched late would start late, or be cut).
 FETCH_LEAD_S = 0.15
-
-
-def text_only_ms(text: str, lang: Lang) -> int:
-    """How long a text-only answer stays on air: the time to read it, at least 3 s."""
-    return max(3000, round(len(text) / READING_RATE.get(lang, 8.0) * 1000))
-
-
-def audio_id(key: str, attempt: int) -> str:
-    """The id in an audio URL: stable for one airing, and safe in a path."""
-    return hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest()[:20]
-
-
-def on_air(
-    text: str, now: datetime, length_ms: int, audio: Audio | None, url: str, voice_failed: str | None
-) -> dict[str, Any]:
-    """The fields of a ``started`` event: what is said, until when by the server's clock, and its audio."""
-    return {
-        "speech": text,
-        "started_at": now,
-        "ends_at": now + timedelta(milliseconds=length_ms),
-        "audio_ms": audio.duration_ms if audio else None,
-        "audio_url": url if audio else None,
-        "voice": audio.voice if audio else None,
-        "reason": voice_failed,
-    }
-
-
-def reading_ms(text: str, lang: Lang) -> int:
-    """How long one sentence shown as text only (its voice failed) stays up: the time to read it."""
-    return round(len(text) / READING_RATE.get(lang, 8.0) * 1000)
 
 
 class Speaker:
@@ -128,8 +96,20 @@ class Speaker:
         self.idle_s: float = settings.onair_idle_s  # type: ignore[attr-defined]
         self.read_question: bool = settings.onair_read_question  # type: ignore[attr-defined]
         self.presynth: int = settings.onair_presynth  # type: ignore[attr-defined]
-        self.speech_dir: Path | None = settings.onair_speech_dir  # type: ignore[attr-defined]
-        self.faq_kb: str = settings.kb_for(state.stream_id)  # type: ignore[attr-defined]
+        self.archive = SpeechArchive(settings.onair_speech_dir)  # type: ignore[attr-defined]
+        #: Quiet chat: an FAQ entry when nothing has waited for KOTAE_ONAIR_IDLE_S.
+        self.quiet = QuietChat(
+            state,
+            publisher,
+            speech,
+            kb,
+            audio,
+            self.archive,
+            holds,
+            clock,
+            idle_s=self.idle_s,
+            faq_kb=settings.kb_for(state.stream_id),  # type: ignore[attr-defined]
+        )
         #: Answers are said sentence by sentence (the voice starts on the first); FAQ filler in one clip.
         self.lines = SpokenLines(speech)
         self._prepared: set[str] = set()
@@ -305,19 +285,11 @@ class Speaker:
         if choice.entry is not None:
             await self._air(choice.entry, stop)
             return True
-        record = self._idle_faq(now)
+        record = self.quiet.due(now)
         if record is not None:
-            await self._air_faq(record, stop)
+            await self.quiet.air(record, stop, gap=self._gap, settle=self.settle)
             return True
         return bool(choice.expired or choice.repeats)
-
-    def _idle_faq(self, now: datetime) -> KBRecord | None:
-        session, idle = self.state.session, self.state.idle_since
-        if self.idle_s <= 0 or idle is None or session.hold or session.paused or session.ended:
-            return None
-        if (now - idle).total_seconds() < self.idle_s:
-            return None
-        return self.kb.faq(self.faq_kb, now.date(), frozenset(session.faq_aired))
 
     # --- 3. air -----------------------------------------------------------------------
 
@@ -465,10 +437,10 @@ class Speaker:
         whole = joined(airing.clips) if len(airing.clips) == airing.of else None
         if whole is not None:
             self.audio.put(airing.aid, whole)
-            self._write_wav(entry.comment_id, airing.started.attempt, whole, airing.started_at)
+            self.archive.write(entry.comment_id, airing.started.attempt, whole, airing.started_at)
         elif airing.clips:
             for n, clip in enumerate(airing.clips, 1):
-                self._write_wav(f"{entry.comment_id}-{n}", airing.started.attempt, clip, airing.started_at)
+                self.archive.write(f"{entry.comment_id}-{n}", airing.started.attempt, clip, airing.started_at)
         await self._final(entry, "finished", reason=airing.reason, **airing.carried(whole))
 
     async def _next_sentence(self, entry: Entry, airing: Airing, made: asyncio.Future[Audio]) -> bool:
@@ -495,17 +467,6 @@ class Speaker:
         event = self._about(entry, "sentence", **airing.carried(), sentence=sentence)
         event = event.model_copy(update={"audio_url": url})
         return await self.publisher.publish(event, entry.traceparent) is not None
-
-    def _write_wav(self, comment_id: str, attempt: int, audio: Audio, at: datetime) -> None:
-        if self.speech_dir is None:
-            return
-        safe = re.sub(r"[^A-Za-z0-9_-]", "_", comment_id)[:80]
-        path = self.speech_dir / f"{at.strftime('%Y%m%dT%H%M%S')}-{safe}-{attempt}.wav"
-        try:
-            self.speech_dir.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(audio.wav)
-        except OSError as exc:
-            log.warning("onair.speech_dir_failed", path=str(path), error=str(exc)[:200])
 
     # --- taking over --------------------------------------------------------------
 
@@ -542,7 +503,7 @@ class Speaker:
         now = self.clock()
         event = on_air.event
         if event.kind == "faq":
-            await self._faq_final(event, "skipped", reason="interrupted: its speaker stopped")
+            await self.quiet.final(event, "skipped", reason="interrupted: its speaker stopped")
             return
         entry = on_air.entry
         if entry is None:
@@ -551,8 +512,9 @@ class Speaker:
             await self.publisher.publish(event.model_copy(update=closing))
             return
         if now >= on_air.ends_at and on_air.complete:
-            # Its audio had played to the end before the speaker could say so.
-            await self._final(entry, "finished", reason="finished as its speaker stopped", **_carried(event))
+            # Its audio had played to the end before the speaker could say so (its last sentence event says how long).
+            closed = _carried(on_air.latest or event)
+            await self._final(entry, "finished", reason="finished as its speaker stopped", **closed)
             return
         stop_now = self._stop_reason(entry)
         if stop_now:
@@ -565,53 +527,6 @@ class Speaker:
         log.info("onair.resuming", comment_id=entry.comment_id, attempt=on_air.attempt + 1)
         self.state.entries[entry.key] = entry  # back in line for _air, at the front
         await self._air(entry, stop, attempt=on_air.attempt + 1)
-
-    # --- 4. quiet chat ----------------------------------------------------------------
-
-    async def _air_faq(self, record: KBRecord, stop: asyncio.Event) -> None:
-        lang: Lang = record.language
-        text = speech_text(
-            _FAQ_INTRO[lang] + (record.question or "") + _QUESTION_JOIN[lang] + (record.answer or ""), lang
-        )
-        key = f"faq:{record.id}"
-        await self.speech.prepare(key, text, lang)
-        try:
-            audio: Audio | None = await self.speech.get(key)
-            failed = None
-        except VoiceFailed as exc:
-            audio, failed = None, f"voice_failed: {exc.reason}"
-        finally:
-            self.speech.forget(key)
-        await self._gap(stop)
-        session = self.state.session
-        if not self._may_speak(stop) or self.state.entries or session.paused or session.hold or session.ended:
-            return  # a viewer's question arrived meanwhile: it goes first
-        now = self.clock()
-        length_ms = audio.duration_ms if audio else text_only_ms(record.answer or "", lang)
-        attempt = len(session.faq_aired) + 1
-        aid = audio_id(key, int(now.timestamp()))
-        if audio is not None:
-            self.audio.put(aid, audio)
-            self._write_wav(key, attempt, audio, now)
-        fields = on_air(text, now, length_ms, audio, f"/audio/{aid}.wav", failed)
-        started = about_faq(record, self.state.stream_id, "started", **fields)
-        if await self.publisher.publish(started) is None:
-            return
-        seen = self.state.version
-        while (left := (started.ends_at - self.clock()).total_seconds()) > 0:  # type: ignore[operator]
-            await self.state.wait_changed(min(left, 0.5), since=seen)  # 0.5 s at most: the lease's trust
-            seen = self.state.version
-            if not self.holds():
-                return
-            if self.state.skip_requested and self.state.skip_requested[0] == key:
-                await self._faq_final(started, "skipped", reason=f"skipped by {self.state.skip_requested[1]}")
-                return
-            await self.settle()
-        await self._faq_final(started, "finished", reason=failed)
-
-    async def _faq_final(self, started: OnAirEventV1, outcome: str, *, reason: str | None) -> None:
-        final = started.model_copy(update={"event": outcome, "reason": reason, "message_id": _new_id()})
-        await self.publisher.publish(final.model_copy(update={"created_at": self.clock()}))
 
 
 def _repeat_reason(how: str, past: Aired, ago: float) -> str:
