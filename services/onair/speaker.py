@@ -26,7 +26,8 @@ What an airing's events say (its sentences, until when, its audio) is
 
 A speaker that takes over finds what its predecessor left on air without an
 outcome: an answer cut off before its audio ended airs again from the start,
-once (``resumed``, attempt 2); one whose audio had ended is ``finished``.
+once (``resumed``, attempt 2); one whose audio had ended is ``finished``
+(:mod:`kotae.services.onair.takeover`).
 Every publish first asks the lease (:class:`kotae.services.onair.lease.Lease`):
 a process that is no longer sure it holds it says nothing more.
 """
@@ -53,6 +54,7 @@ from kotae.services.onair.quiet_chat import QuietChat
 from kotae.services.onair.speech import Audio, Synthesizer, VoiceFailed
 from kotae.services.onair.speech.lines import SpokenLines, joined
 from kotae.services.onair.state import OnAir, OnAirState, now_utc
+from kotae.services.onair.takeover import kept_ready, left_on_air
 from kotae.services.onair.thanks import Thanks
 from kotae.services.onair.web import AudioShelf
 
@@ -472,18 +474,10 @@ class Speaker:
 
     async def stand_by(self, until: asyncio.Event) -> None:
         """While another process speaks, keep the audio of what it has on air, and of what is next in line,
-        ready: a takeover then says it at once instead of waiting for the voice. It costs one synthesis
-        per airing (the one that is next is the one that airs, unless the queue changes meanwhile)."""
+        ready (:func:`kotae.services.onair.takeover.kept_ready`): a takeover then says it at once."""
         while not until.is_set():
             seen = self.state.version  # what changes while the speech is prepared is not missed
-            wanted: dict[str, Entry] = {}
-            on_air = self.state.on_air
-            if on_air is not None and on_air.entry is not None:
-                wanted[on_air.key] = on_air.entry
-            hold = self.state.session.hold
-            nxt = next((e for e in self.state.waiting() if not hold or self.state.approved(e)), None)
-            if nxt is not None:
-                wanted[nxt.key] = nxt
+            wanted = kept_ready(self.state)
             for key in list(self._prepared):
                 if key not in wanted:
                     self._forget(key)
@@ -500,50 +494,29 @@ class Speaker:
 
     async def _take_over(self, on_air: OnAir, stop: asyncio.Event) -> None:
         """What the previous speaker left on air: air it again from the start (once), or close it."""
-        now = self.clock()
-        event = on_air.event
-        if event.kind == "faq":
-            await self.quiet.final(event, "skipped", reason="interrupted: its speaker stopped")
-            return
-        entry = on_air.entry
-        if entry is None:
-            reason = "interrupted: its speaker stopped, and the answer is no longer known"
-            closing = {"event": "skipped", "reason": reason, "message_id": _new_id(), "created_at": now}
+        decision = left_on_air(on_air, self.clock(), self._stop_reason)
+        entry, event = on_air.entry, on_air.event
+        if decision.outcome is None and entry is not None:
+            log.info("onair.resuming", comment_id=entry.comment_id, attempt=decision.attempt)
+            self.state.entries[entry.key] = entry  # back in line for _air, at the front
+            await self._air(entry, stop, attempt=decision.attempt)
+        elif event.kind == "faq":
+            await self.quiet.final(event, "skipped", reason=decision.reason)
+        elif entry is None:
+            closing = {
+                "event": "skipped",
+                "reason": decision.reason,
+                "message_id": _new_id(),
+                "created_at": self.clock(),
+            }
             await self.publisher.publish(event.model_copy(update=closing))
-            return
-        if now >= on_air.ends_at and on_air.complete:
-            # Its audio had played to the end before the speaker could say so (its last sentence event says how long).
-            closed = _carried(on_air.latest or event)
-            await self._final(entry, "finished", reason="finished as its speaker stopped", **closed)
-            return
-        stop_now = self._stop_reason(entry)
-        if stop_now:
-            outcome, reason, by = stop_now
-            await self._final(entry, outcome, reason=reason, by=by, **_carried(event))
-            return
-        if on_air.attempt >= 2:
-            await self._final(entry, "skipped", reason="interrupted twice: not aired again", **_carried(event))
-            return
-        log.info("onair.resuming", comment_id=entry.comment_id, attempt=on_air.attempt + 1)
-        self.state.entries[entry.key] = entry  # back in line for _air, at the front
-        await self._air(entry, stop, attempt=on_air.attempt + 1)
+        else:
+            assert decision.outcome is not None
+            await self._final(entry, decision.outcome, reason=decision.reason, by=decision.by, **decision.carried)
 
 
 def _repeat_reason(how: str, past: Aired, ago: float) -> str:
     return f"{how} to {past.comment_id}'s, aired {ago:.0f} s ago"
-
-
-def _carried(started: OnAirEventV1) -> dict[str, object]:
-    return dict(
-        speech=started.speech,
-        started_at=started.started_at,
-        ends_at=started.ends_at,
-        audio_ms=started.audio_ms,
-        audio_url=started.audio_url,
-        voice=started.voice,
-        attempt=started.attempt,
-        resumed=started.resumed,
-    )
 
 
 def _new_id() -> str:

@@ -505,8 +505,9 @@ class OnAirState:
                 "slide": ev.slide,
                 "askers": len(ev.askers),
                 "started_at": _iso(ev.started_at),
-                "ends_at": _iso(ev.ends_at),
+                "ends_at": _iso(self.on_air.ends_at),  # of the sentences announced so far
                 "left_s": round(max(0.0, (self.on_air.ends_at - now).total_seconds()), 1),
+                "sentences": f"{len(self.on_air.sentences)}/{ev.sentence.of}" if ev.sentence else None,
                 "audio_url": ev.audio_url,
                 "attempt": ev.attempt,
                 "resumed": ev.resumed,
