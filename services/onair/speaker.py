@@ -452,7 +452,8 @@ class Speaker:
         text = self.lines.lines(entry.key)[n - 1]
         try:
             clip: Audio | None = made.result()
-        except (VoiceFailed, KeyError) as exc:
+        except (VoiceFailed, KeyError, asyncio.CancelledError) as exc:
+            # A clip forgotten while it was made (its future cancelled, not this task) is a dropped one.
             why = exc.reason if isinstance(exc, VoiceFailed) else "its speech was dropped before it aired"
             log.warning("onair.voice_failed", comment_id=entry.comment_id, sentence=n, reason=why)
             airing.reason = airing.reason or f"voice_failed: sentence {n}: {why}"
