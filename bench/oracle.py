@@ -19,7 +19,8 @@ answers from the set's labels, as a model that is never wrong would:
 Each prompt's comment is found by its text (NFKC), as ``bench/chat_dev.py``'s rewrite endpoint
 finds it. The set runs once through ``kotae eval`` (``bench/labelled_run.py``: embedded default,
 ``KOTAE_ADMIT_PER_MINUTE=0``) with ``KOTAE_RERANKER_MODEL``, ``KOTAE_GENERATOR_MODEL`` and
-``KOTAE_VERIFIER_MODEL`` at ``compatible:<url>/v1|oracle``. Every answerable comment that is not
+``KOTAE_VERIFIER_MODEL`` at ``compatible:<url>/v1|oracle`` and ``KOTAE_VERIFIER_RELEVANCE=model`` (the
+model, not the offline check, judges whether a draft answers). Every answerable comment that is not
 verified was stopped by something other than the model: its reasons are printed grouped by the
 check that gave them (the retriever's gate, triage, the citation check, the lexical floor, the
 relevance floor …), beside what the oracle saw (an expected document missing from the candidates
@@ -262,7 +263,13 @@ def oracle_models(oracle: LabelOracle) -> Iterator[dict[str, str]]:
 
     with FakeModelServer(responder=oracle.respond) as server:
         spec = f"compatible:{server.url}/v1|{MODEL}"
-        yield {"KOTAE_RERANKER_MODEL": spec, "KOTAE_GENERATOR_MODEL": spec, "KOTAE_VERIFIER_MODEL": spec}
+        # A perfect model judges relevance itself: the offline relevance check's doubt goes to it.
+        yield {
+            "KOTAE_RERANKER_MODEL": spec,
+            "KOTAE_GENERATOR_MODEL": spec,
+            "KOTAE_VERIFIER_MODEL": spec,
+            "KOTAE_VERIFIER_RELEVANCE": "model",
+        }
 
 
 #: The check a reason names, by its opening words (first match wins).

@@ -216,6 +216,12 @@ class Settings(BaseSettings):
         default="verify.v2",
         description="Prompt of the model verifier: v2 also asks whether the draft answers the question; v1 as before.",
     )
+    verifier_relevance: Literal["veto", "model"] = Field(
+        default="veto",
+        description="veto: a draft the offline relevance check finds not to address the question ends unanswered "
+        "whatever the model says; model: with a verify.v2 model, that check's doubt goes to the model, which decides "
+        "(for a model that judges relevance well: bench/oracle.py; a weak one verifies answers to other questions).",
+    )
     generator_prompt: Literal["generate.v1", "generate.v2"] = Field(
         default="generate.v2",
         description="Prompt of the model generator: v2 numbers its steps and shows one cited answer, which a "

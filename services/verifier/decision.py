@@ -64,6 +64,7 @@ class VerifierPolicy:
     sure: float = SURE
     unsure: Literal["reject", "accept"] = "reject"
     prompt_version: str = PROMPT
+    relevance: Literal["veto", "model"] = "veto"  # who decides a draft the offline relevance check doubts
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VerifierPolicy:
@@ -80,13 +81,20 @@ class VerifierPolicy:
             sure=settings.verifier_cascade_sure if mode == "cascade" else settings.verifier_sure,
             unsure=settings.verifier_unsure,
             prompt_version=settings.verifier_prompt,
+            relevance=settings.verifier_relevance,
         )
 
     @property
     def model_judges_relevance(self) -> bool:
-        """Whether a model decides if a draft answers the question (its prompt asks it, as class 4):
-        then the offline relevance check sends its doubts to the model instead of vetoing."""
-        return self.mode != "offline" and self.model is not None and self.prompt_version in ASKS_RELEVANCE
+        """Whether a model decides if a draft answers the question (``KOTAE_VERIFIER_RELEVANCE=model`` and a
+        prompt that asks it, as class 4): then the offline relevance check sends its doubts to the model instead
+        of vetoing. Not by default: the local 1.5B model verified an answer to another question so."""
+        return (
+            self.relevance == "model"
+            and self.mode != "offline"
+            and self.model is not None
+            and self.prompt_version in ASKS_RELEVANCE
+        )
 
     @property
     def method(self) -> str:

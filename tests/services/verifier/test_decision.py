@@ -146,26 +146,37 @@ async def test_offline_a_correct_answer_in_other_words_than_the_question_ends_un
 async def test_a_model_that_judges_it_answers_verifies_what_the_offline_relevance_check_doubts(
     fake: FakeModelServer,
 ) -> None:
-    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "model"))
+    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "model", relevance="model"))
     assert d.outcome == "verified" and d.decided_by == "model" and len(fake.requests) == 1
     assert d.relevance is not None and not d.relevance.relevant  # the doubt is kept for audit
 
 
+async def test_by_default_the_offline_relevance_check_vetoes_whatever_the_model_would_say(
+    fake: FakeModelServer,
+) -> None:
+    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "model"))
+    assert d.outcome == "unanswered" and d.decided_by == "offline" and fake.requests == []
+
+
 async def test_cascade_sends_a_supported_draft_the_relevance_check_doubts_to_the_model(fake: FakeModelServer) -> None:
-    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "cascade"))
+    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "cascade", relevance="model"))
     assert d.outcome == "verified" and d.decided_by == "model" and len(fake.requests) == 1
 
 
 async def test_the_model_still_judges_relevance_when_the_offline_check_doubts_it() -> None:
     with FakeModelServer(IRRELEVANT) as fake:
-        d = await decide(draft_for("みなと線はいつから走るの？", ROUTE, [TRANSPORT]), policy_for(fake, "model"))
+        d = await decide(
+            draft_for("みなと線はいつから走るの？", ROUTE, [TRANSPORT]), policy_for(fake, "model", relevance="model")
+        )
     assert d.outcome == "unanswered" and d.decided_by == "model"
 
 
 async def test_under_a_prompt_that_does_not_ask_relevance_the_offline_check_still_vetoes(
     fake: FakeModelServer,
 ) -> None:
-    d = await decide(draft_for(*DEADLINE, [HALL]), policy_for(fake, "model", prompt_version="verify.v1"))
+    d = await decide(
+        draft_for(*DEADLINE, [HALL]), policy_for(fake, "model", prompt_version="verify.v1", relevance="model")
+    )
     assert d.outcome == "unanswered" and d.decided_by == "offline" and fake.requests == []
 
 
@@ -179,7 +190,9 @@ async def test_under_a_prompt_that_does_not_ask_relevance_the_offline_check_stil
 async def test_a_number_or_name_not_in_the_cited_block_is_rejected_whatever_the_model_says(
     fake: FakeModelServer, answer: str, missing: str
 ) -> None:
-    d = await decide(draft_for("ホール予約の締め切りは？", answer, [HALL]), policy_for(fake, "model"))
+    # Even where the model judges relevance (the offline check's doubt goes to it), the floor decides.
+    policy = policy_for(fake, "model", relevance="model")
+    d = await decide(draft_for("ホール予約の締め切りは？", answer, [HALL]), policy)
     assert d.outcome == "rejected" and d.decided_by == "floor" and missing in d.reason
 
 
