@@ -571,12 +571,13 @@ async def test_a_command_run_as_another_stages_user_says_which_user_and_which_en
         # The replay user's env loaded in this shell, as the README shows for `kotae ingest replay`.
         replay_env = dict(line.split("=", 1) for line in (env_dir / "replay.env").read_text().split())
         started = time.monotonic()
-        run = await asyncio.to_thread(kotae, "onair", "status", data=settings.data_dir, env=replay_env, timeout=60)
+        # The replay user may read what ingest reads (the current show), never send the operator's commands.
+        run = await asyncio.to_thread(kotae, "onair", "pause", data=settings.data_dir, env=replay_env, timeout=60)
         took = time.monotonic() - started
         deadline = time.monotonic() + 30
         while True:  # as the operator, found by itself, the same command works once the speaker wrote its status
             started = time.monotonic()
-            worked = await asyncio.to_thread(kotae, "onair", "status", data=settings.data_dir, timeout=60)
+            worked = await asyncio.to_thread(kotae, "onair", "pause", data=settings.data_dir, timeout=60)
             worked_took = time.monotonic() - started
             if worked.returncode == 0 or time.monotonic() > deadline:
                 break
