@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from nats.errors import Error as NatsError
 from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig
 
 from kotae.contracts import AnswerV1, CommentV1, subjects
@@ -389,9 +390,16 @@ class AnswerCache:
                 if not info.num_pending and self._seen_seq >= info.delivered.stream_seq:
                     break
                 await asyncio.sleep(0.02)
+        except (TimeoutError, NatsError) as exc:
+            # The bus is electing a leader or gone: what was not read yet is only not cached. Closing
+            # never fails the run whose outcomes have all arrived.
+            log.warning("answer_cache.close_incomplete", error=f"{type(exc).__name__}: {exc}")
         finally:
-            await self._sub.unsubscribe()
-            self._sub = None
+            sub, self._sub = self._sub, None
+            try:
+                await sub.unsubscribe()
+            except (TimeoutError, NatsError) as exc:
+                log.warning("answer_cache.unsubscribe_failed", error=f"{type(exc).__name__}: {exc}")
 
 
 async def answer_cache_for(js: Any, settings: Settings, *, stream_id: str, kb: str, session: str) -> AnswerCache | None:

@@ -177,3 +177,26 @@ async def test_an_answer_cached_in_one_show_is_not_served_in_the_next(nats_url: 
 def test_ingest_spells_the_show_key_as_the_on_air_stage_does() -> None:
     for stream in ("stream-1", "UC_x=y", "a stream/with spaces", "x" * 80):
         assert show_key(stream) == key_for("show", stream)
+
+
+async def test_closing_while_the_bus_elects_a_leader_never_fails_the_run() -> None:
+    """A node lost at the end of a replay: the cache's last look at its consumer times out. The run's
+    outcomes have all arrived; closing says so in the log and lets go of the subscription."""
+    import nats.errors
+
+    from kotae.services.ingest.answer_cache import AnswerCache
+
+    class ElectingSubscription:  # what nats-py gives while the stream has no leader
+        unsubscribed = False
+
+        async def consumer_info(self) -> None:
+            raise nats.errors.TimeoutError
+
+        async def unsubscribe(self) -> None:
+            self.unsubscribed = True
+
+    cache = AnswerCache(None, None, stream_id="s", kb="default", session="replay-1", threshold=0.5)  # type: ignore[arg-type]
+    sub = ElectingSubscription()
+    cache._sub, cache._expected = sub, {"m-1": None}
+    await cache.close(timeout=1.0)
+    assert sub.unsubscribed and cache._sub is None
