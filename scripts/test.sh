@@ -9,7 +9,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/venv.sh" test
 cd "$root"
 
-# Debian packages some tests use: Prometheus (the alert rules, the live check) and Chromium with a
+# Debian packages some tests use: Prometheus (the alert rules, the live check), sox (a loudness check) and Chromium with a
 # Japanese font (the overlay's and the console's browser tests). Installed when missing and this runs
 # as root; otherwise those tests skip, saying why.
 apt_install() { # apt_install WHAT PACKAGE...
@@ -30,6 +30,9 @@ apt_install() { # apt_install WHAT PACKAGE...
 }
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
   apt_install "the alert tests" prometheus
+fi
+if ! command -v sox >/dev/null 2>&1; then
+  apt_install "the loudness test that measures clips with sox" sox
 fi
 if ! command -v chromium >/dev/null 2>&1 || ! fc-list :lang=ja 2>/dev/null | grep -q .; then
   apt_install "the browser tests" chromium chromium-driver fonts-ipafont-gothic
