@@ -46,8 +46,8 @@ from machine import describe  # noqa: E402
 from kotae.citations import numbered_blocks  # noqa: E402
 from kotae.knowledge.loading import load_knowledge_base  # noqa: E402
 from kotae.knowledge.records import detect_lang, load_records  # noqa: E402
-from kotae.knowledge.text import normalize, split_sentences  # noqa: E402
-from kotae.question_focus import holds_kind, question_focus  # noqa: E402
+from kotae.language.question_focus import holds_kind, question_focus  # noqa: E402
+from kotae.language.text import normalize, split_sentences  # noqa: E402
 from kotae.services.evaluator.labelled import facts_in  # noqa: E402
 from kotae.services.generator.logic import _quotable  # noqa: E402
 from kotae.services.generator.sentence_choice import weigh  # noqa: E402

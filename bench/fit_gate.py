@@ -41,7 +41,7 @@ from machine import describe  # noqa: E402
 
 from kotae.knowledge.loading import load_knowledge_base  # noqa: E402
 from kotae.knowledge.records import load_records  # noqa: E402
-from kotae.knowledge.text import normalize  # noqa: E402
+from kotae.language.text import normalize  # noqa: E402
 from kotae.services.retriever.gate import gate_signals  # noqa: E402
 from kotae.services.retriever.gate_model import FEATURES, WEIGHTS, GateModel  # noqa: E402
 from kotae.services.retriever.logic import Retriever  # noqa: E402

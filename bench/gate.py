@@ -36,7 +36,7 @@ from machine import describe  # noqa: E402
 import kotae.samples  # noqa: E402
 from kotae.knowledge.loading import load_knowledge_base  # noqa: E402
 from kotae.knowledge.records import KBRecord, load_records  # noqa: E402
-from kotae.knowledge.text import normalize  # noqa: E402
+from kotae.language.text import normalize  # noqa: E402
 from kotae.services.retriever.gate import Thresholds, decide  # noqa: E402
 from kotae.services.retriever.logic import Retriever  # noqa: E402
 from kotae.settings import load_settings  # noqa: E402

@@ -50,7 +50,7 @@ from labelled_run import run_eval  # noqa: E402
 from machine import describe  # noqa: E402
 
 from kotae.contracts import DraftV1, RerankV1, RetrievalV1  # noqa: E402
-from kotae.knowledge.text import split_sentences  # noqa: E402
+from kotae.language.text import split_sentences  # noqa: E402
 from kotae.services import STAGES  # noqa: E402
 from kotae.services.evaluator.labelled import fact_found, normalize_fact  # noqa: E402
 from kotae.services.generator.logic import NOT_FOUND  # noqa: E402

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe  # noqa: E402
 
 from kotae.contracts import Evidence  # noqa: E402
-from kotae.knowledge.text import split_sentences  # noqa: E402
+from kotae.language.text import split_sentences  # noqa: E402
 from kotae.services.verifier.logic import CASCADE_SURE, SURE, verify  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

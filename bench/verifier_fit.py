@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import describe  # noqa: E402
 from verifier import DATA, Case, build_cases  # noqa: E402
 
-from kotae.answer_slot import SLOT_MARGIN, SLOT_WEIGHTS, SlotPlaces  # noqa: E402
 from kotae.citations import numbered_blocks, strip_markers  # noqa: E402
 from kotae.contracts import Evidence  # noqa: E402
-from kotae.knowledge.text import split_sentences  # noqa: E402
+from kotae.language.answer_slot import SLOT_MARGIN, SLOT_WEIGHTS, SlotPlaces  # noqa: E402
+from kotae.language.text import split_sentences  # noqa: E402
 from kotae.services.verifier.alignment import slot_places  # noqa: E402
 from kotae.services.verifier.logic import verify  # noqa: E402
 

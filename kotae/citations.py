@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from kotae.contracts import CitationCheck, Evidence, FaqEvidence
-from kotae.knowledge.text import split_sentences
+from kotae.language.text import split_sentences
 
 MARKER = re.compile(r"\[(\d+)\]")
 

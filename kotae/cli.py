@@ -148,7 +148,7 @@ def cmd_kb_load(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    from kotae.knowledge.text import normalize
+    from kotae.language.text import normalize
     from kotae.services.retriever.logic import Retriever
 
     queries = []
@@ -188,8 +188,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     from kotae.contracts import Evidence
-    from kotae.knowledge.text import split_sentences
-    from kotae.relevance import relevance
+    from kotae.language.relevance import relevance
+    from kotae.language.text import split_sentences
     from kotae.services.verifier.logic import verify
 
     cases = []

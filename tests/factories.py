@@ -29,7 +29,7 @@ from kotae.contracts import (
     subjects,
 )
 from kotae.knowledge.records import detect_lang
-from kotae.knowledge.text import normalize
+from kotae.language.text import normalize
 from kotae.services.ingest.sources import RawComment
 from kotae.settings import Settings
 from tests.fakes.model_server import FakeModelServer, stage_responder

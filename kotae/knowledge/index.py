@@ -41,8 +41,8 @@ from kotae.knowledge.embeddings import Embedder, check_same_model
 from kotae.knowledge.rescore import Candidate, RescoreQuery, RescoreWeights, rescore
 from kotae.knowledge.sparse import FIELDS, Bm25Params, common_terms, doc_vector, query_vector, terms
 from kotae.knowledge.store import Chunk, KnowledgeStore
-from kotae.knowledge.terms import Vocabulary
-from kotae.knowledge.text import normalize, search_tokens
+from kotae.language.terms import Vocabulary
+from kotae.language.text import normalize, search_tokens
 
 NAMESPACE = uuid.UUID("6f1c5d1e-8a57-4d0e-9d59-0d8c4b1b7a11")
 OPEN_FROM = 0
@@ -50,7 +50,7 @@ OPEN_TO = 99_991_231
 EMBED_BATCH = 64
 # What an index holds and how it is searched; an index of another format is rebuilt by
 # the next ``kotae kb load``. 2: the meta records the common characters. 3: and the
-# vocabulary of the records (words, readings, synonym groups; kotae.knowledge.terms).
+# vocabulary of the records (words, readings, synonym groups; kotae.language.terms).
 INDEX_FORMAT = 3
 
 
@@ -83,7 +83,7 @@ class IndexMeta:
     vocabulary: dict[str, Any] = field(default_factory=dict)  # Vocabulary.as_dict() of the records
 
     def vocab(self) -> Vocabulary:
-        """The records' :class:`~kotae.knowledge.terms.Vocabulary` (built once per meta)."""
+        """The records' :class:`~kotae.language.terms.Vocabulary` (built once per meta)."""
         cached = self.__dict__.get("_vocab")
         if cached is None:
             cached = self.__dict__["_vocab"] = Vocabulary.from_dict(self.vocabulary)

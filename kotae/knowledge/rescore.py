@@ -38,7 +38,7 @@ from typing import Protocol
 import numpy as np
 
 from kotae.knowledge.sparse import term_id
-from kotae.knowledge.text import search_tokens
+from kotae.language.text import search_tokens
 
 FEATURES = ("fused", "dense", "coverage", "phrase", "title_named", "same_title")
 

@@ -1,6 +1,6 @@
 """Lexical signals as sparse vectors, so Qdrant scores BM25 itself.
 
-Two fields per chunk: ``words`` (Sudachi content words, see :mod:`kotae.knowledge.text`)
+Two fields per chunk: ``words`` (Sudachi content words, see :mod:`kotae.language.text`)
 and ``chars`` (character unigrams and bigrams of the normalised text, which meet
 compounds that a word tokenizer keeps whole: バス in コミュニティバス). A chunk's
 value for a term is BM25's saturated term frequency; the collection applies the
@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import chain, pairwise
 
-from kotae.knowledge.text import normalize, search_tokens
+from kotae.language.text import normalize, search_tokens
 
 FIELDS = ("words", "chars")
 # A term in more than this share of the chunks is "common" (chosen on the even-numbered

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from kotae.knowledge.records import KBRecord, KnowledgeBaseError
-from kotae.knowledge.text import split_sentences
+from kotae.language.text import split_sentences
 
 MAX_CHUNK_CHARS = 320
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")

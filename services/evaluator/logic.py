@@ -26,8 +26,8 @@ from datetime import date
 from kotae.citations import cited_numbers, strip_markers
 from kotae.contracts import AnswerV1, EvaluationV1, Evidence, MetricScore, ModelCall
 from kotae.contracts.v1 import AnswerJudgement, ClaimJudgement, Judged
-from kotae.grounding import support
-from kotae.knowledge.text import search_tokens, split_sentences
+from kotae.language.grounding import support
+from kotae.language.text import search_tokens, split_sentences
 
 METHOD = "lexical"
 #: Share of the question's content words an answer must address to count as relevant (offline).

@@ -18,7 +18,7 @@ Only a question that asks for a kind of answer with a wh-word (how much, when, h
 answered this way, and only with a sentence that gives that kind (an amount, a date, a count):
 the kind (and any number the question names: by 2030, per 100,000) is what of an English
 question can be checked in a Japanese sentence without a model, and the verifier checks it
-again (:func:`kotae.relevance.relevance`). Anything else ends not-found with the reason; a
+again (:func:`kotae.language.relevance.relevance`). Anything else ends not-found with the reason; a
 model generator answers it in the asker's language.
 """
 
@@ -28,8 +28,8 @@ import numpy as np
 
 from kotae.citations import Block, faq_question
 from kotae.knowledge.embeddings import Embedder
-from kotae.question_focus import KIND_NAMES, holds_kind, question_focus
-from kotae.relevance import numbers_not_said, relevance
+from kotae.language.question_focus import KIND_NAMES, holds_kind, question_focus
+from kotae.language.relevance import numbers_not_said, relevance
 from kotae.services.generator.sentence_choice import Candidate, Choice
 
 #: Least cosine between the question and the sentence quoted, per embedding model (see above).

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from kotae.citations import Block, citation_check, cited_numbers, numbered_blocks, strip_markers, title_label
 from kotae.contracts import Citation, CitationCheck, CommentV1, ModelCall, RerankV1
 from kotae.knowledge.embeddings import Embedder
-from kotae.knowledge.text import search_tokens, split_sentences
-from kotae.question_focus import holds_kind, question_focus
+from kotae.language.question_focus import holds_kind, question_focus
+from kotae.language.text import search_tokens, split_sentences
 from kotae.services.generator.across_languages import choose_across_languages
 from kotae.services.generator.sentence_choice import Candidate, Choice, choose
 

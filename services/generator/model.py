@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kotae.citations import Block, cited_numbers, numbered_blocks
 from kotae.contracts import CommentV1, ModelCall, RerankV1
-from kotae.knowledge.text import split_sentences
+from kotae.language.text import split_sentences
 from kotae.model_reply import again, citation_markers, foreign_characters
 from kotae.prompts import load_prompt
 from kotae.providers import ChatModel, ModelUnavailable

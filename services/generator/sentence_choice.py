@@ -4,10 +4,10 @@ The extractive generator quotes sentences; quoting the ones that share the most 
 question answers "When does the new bus line open?" with the bus line's route. Here every
 sentence of the evidence (in the comment's language) is weighed by
 
-- **its relevance** (:mod:`kotae.relevance`): it gives the kind of answer asked for (a date for
+- **its relevance** (:mod:`kotae.language.relevance`): it gives the kind of answer asked for (a date for
   when, an amount for how much …) and addresses the terms asked about. A sentence that does not
   is never chosen;
-- **the slot** (:mod:`kotae.answer_slot`): the best place any phrase of the asked kind holds in
+- **the slot** (:mod:`kotae.language.answer_slot`): the best place any phrase of the asked kind holds in
   it, as the verifier weighs a bare answer — how much of the question surrounds it, whether the
   words and particle next to the wh-word recur next to it, whether it is the kind the question
   names;
@@ -33,12 +33,12 @@ import math
 import re
 from dataclasses import dataclass
 
-from kotae.answer_slot import SLOT_WEIGHTS, Slot, asks_for_slot, place_signs, question_slot
 from kotae.citations import Block, faq_question
-from kotae.knowledge.text import is_japanese, search_tokens
-from kotae.question_focus import QuestionFocus, holds_kind, question_focus
-from kotae.relevance import Relevance, relevance
-from kotae.sentence_analysis import Analysis, analyse, counter
+from kotae.language.answer_slot import SLOT_WEIGHTS, Slot, asks_for_slot, place_signs, question_slot
+from kotae.language.question_focus import QuestionFocus, holds_kind, question_focus
+from kotae.language.relevance import Relevance, relevance
+from kotae.language.sentence_analysis import Analysis, analyse, counter
+from kotae.language.text import is_japanese, search_tokens
 
 #: How much a sentence's relevance coverage counts against the slot score (whose weights sum to ~6).
 COVERAGE_WEIGHT = 3.0

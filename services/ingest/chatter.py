@@ -15,7 +15,7 @@ Everything else goes on: a bare keyword in any script or width (宿泊税, ほ�
 (なんとかして), complaints and personal situations (うちの子が〜で詰んでる): the
 retriever's gate decides whether the knowledge base covers them.
 
-The vocabulary is Sudachi's normalised forms (``kotae.knowledge.text.search_tokens``),
+The vocabulary is Sudachi's normalised forms (``kotae.language.text.search_tokens``),
 so 可愛い, かわいい and カワイイ are one word, and compounds are never broken into chat
 words: ファンクラブ is not ファン.
 """
@@ -26,7 +26,7 @@ import re
 import unicodedata
 
 from kotae.knowledge.records import detect_lang
-from kotae.knowledge.text import normalize, search_tokens
+from kotae.language.text import normalize, search_tokens
 
 # --- question forms: a comment that asks is never chatter ---------------------------------
 

@@ -36,13 +36,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kotae.answer_slot import asks_for_slot
 from kotae.contracts import CommentV1
 from kotae.knowledge.records import detect_lang
-from kotae.knowledge.terms import key_terms
-from kotae.knowledge.text import normalize, search_tokens
-from kotae.question_focus import question_focus
-from kotae.sentence_analysis import analyse
+from kotae.language.answer_slot import asks_for_slot
+from kotae.language.question_focus import question_focus
+from kotae.language.sentence_analysis import analyse
+from kotae.language.terms import key_terms
+from kotae.language.text import normalize, search_tokens
 from kotae.services.ingest.chatter import is_question
 from kotae.services.ingest.sources import RawComment
 

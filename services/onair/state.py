@@ -33,7 +33,7 @@ import structlog
 from kotae.citations import strip_markers
 from kotae.contracts import AnswerV1, Asker, ControlV1, ModerationV1, OnAirEventV1, subjects
 from kotae.contracts.v1 import SpokenSentence
-from kotae.knowledge.text import normalize, search_tokens
+from kotae.language.text import normalize, search_tokens
 from kotae.services.onair.placement import placement, verdict_words
 from kotae.services.onair.policy import Aired, Entry, Policy, cooling, rank_key, ranked
 from kotae.services.onair.question import shown_question

@@ -34,7 +34,7 @@ import yaml
 
 from kotae.contracts import AnswerV1, CommentV1
 from kotae.contracts.v1 import Lang
-from kotae.knowledge.text import normalize
+from kotae.language.text import normalize
 from kotae.services.onair.question import withheld_because
 
 TEMPLATES_FILE = Path(__file__).parent / "thanks.yaml"

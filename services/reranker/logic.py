@@ -28,7 +28,7 @@ import numpy as np
 from kotae.citations import Block, numbered_blocks
 from kotae.contracts import Evidence, FaqEvidence, ModelCall, RetrievalV1
 from kotae.knowledge.embeddings import Embedder
-from kotae.knowledge.text import split_sentences
+from kotae.language.text import split_sentences
 from kotae.model_reply import again, json_object, number_list
 from kotae.prompts import load_prompt
 from kotae.providers import BadReply, ChatModel, ModelUnavailable

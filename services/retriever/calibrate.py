@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kotae.knowledge.text import normalize
+from kotae.language.text import normalize
 from kotae.services.retriever.logic import Retriever
 
 

@@ -12,7 +12,7 @@ import re
 from kotae.clarify import PendingClarify
 from kotae.contracts import Evidence, FaqEvidence
 from kotae.knowledge.sparse import char_terms
-from kotae.knowledge.text import normalize, search_tokens
+from kotae.language.text import normalize, search_tokens
 
 
 def _overlap(reply_words: list[str], text: str) -> float:

@@ -3,7 +3,7 @@
 Three questions, in this order:
 
 1. **Is the comment's focus covered?** Its specific key terms — proper nouns and
-   compounds (:mod:`kotae.knowledge.terms`: 消費税, 初乗り運賃, ラオス) — are looked up in
+   compounds (:mod:`kotae.language.terms`: 消費税, 初乗り運賃, ラオス) — are looked up in
    the knowledge base's vocabulary under any spelling (word, part of a word, reading,
    synonym, stem). A term no record has is *missing*. When every specific term the comment
    names is missing, or one is and the evidence is not strong (below ``strong``), the
@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 
 from kotae.knowledge.index import Hit, IndexMeta
 from kotae.knowledge.records import detect_lang
-from kotae.knowledge.terms import KeyTerm, key_terms
-from kotae.knowledge.text import search_tokens, split_sentences
-from kotae.question_focus import holds_kind, names_only_the_kind, question_focus
+from kotae.language.question_focus import holds_kind, names_only_the_kind, question_focus
+from kotae.language.terms import KeyTerm, key_terms
+from kotae.language.text import search_tokens, split_sentences
 from kotae.services.retriever.gate_model import GateModel, GateSignals, signals
 
 #: Most topics an ask-back names.

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from kotae.knowledge.index import Hit, IndexMeta
-from kotae.knowledge.text import search_tokens, split_sentences
-from kotae.question_focus import QuestionFocus, holds_kind
+from kotae.language.question_focus import QuestionFocus, holds_kind
+from kotae.language.text import search_tokens, split_sentences
 
 WEIGHTS = Path(__file__).with_name("gate_weights.json")
 

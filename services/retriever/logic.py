@@ -15,7 +15,7 @@ embedded and every hit kept still carries its cosine, read from its stored
 vector, for the gate.
 
 Before searching, the comment is put in the knowledge base's own words where it
-can be (:meth:`kotae.knowledge.terms.Vocabulary.rewrite`): a kana spelling of a word
+can be (:meth:`kotae.language.terms.Vocabulary.rewrite`): a kana spelling of a word
 the records write in kanji (ほちょうき → 補聴器), a homophone typo (臨界鉄道 → 臨海鉄道),
 a synonym of a word the records lack (給料 → 給与). The gate
 (:mod:`kotae.services.retriever.gate`) then decides whether the focus is covered at

@@ -23,8 +23,8 @@ from pathlib import Path
 import structlog
 
 from kotae.contracts import ModelCall
-from kotae.knowledge.terms import key_terms
-from kotae.knowledge.text import normalize
+from kotae.language.terms import key_terms
+from kotae.language.text import normalize
 from kotae.model_reply import one_line
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.settings import Settings

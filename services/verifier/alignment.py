@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kotae.answer_slot import (
+from kotae.language.answer_slot import (
     EVIDENCE_HELD,
     SLOT_MARGIN,
     SLOT_MARGIN_EN,
@@ -42,8 +42,16 @@ from kotae.answer_slot import (
     place_signs,
     question_slot,
 )
-from kotae.knowledge.text import is_japanese
-from kotae.sentence_analysis import Analysis, Term, analyse, counter, evidence_sentences, phrase_type, same_term
+from kotae.language.sentence_analysis import (
+    Analysis,
+    Term,
+    analyse,
+    counter,
+    evidence_sentences,
+    phrase_type,
+    same_term,
+)
+from kotae.language.text import is_japanese
 
 # How many content words either side of a term make its context in a claim, and in the evidence.
 CLAIM_WINDOW = 4

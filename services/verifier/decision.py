@@ -4,7 +4,7 @@ One function, :func:`decide`, that the bus edge calls once per draft:
 
 0. **The citation check**: a claim that cites nothing, or a block that does not exist, is
    rejected at once (class 2), by every mode.
-1. **Relevance** (offline, :mod:`kotae.relevance`), before anything is verified: a draft that
+1. **Relevance** (offline, :mod:`kotae.language.relevance`), before anything is verified: a draft that
    does not address the question's focus (the thing asked about, the kind of answer asked for)
    — in the viewer's words or in the rewrite model's wording of them — ends ``unanswered`` with
    a ``not_found`` reason that says what was missing. With a model that judges relevance
@@ -40,11 +40,11 @@ from typing import Literal
 
 from kotae.citations import MARKER, Block, faq_question, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import DraftV1, ModelCall
-from kotae.knowledge.text import split_sentences
+from kotae.language.question_focus import holds_kind, question_focus
+from kotae.language.relevance import METHOD as RELEVANCE_METHOD, Relevance, relevance, relevance_to_any
+from kotae.language.sentence_analysis import analyse
+from kotae.language.text import split_sentences
 from kotae.providers import ChatModel
-from kotae.question_focus import holds_kind, question_focus
-from kotae.relevance import METHOD as RELEVANCE_METHOD, Relevance, relevance, relevance_to_any
-from kotae.sentence_analysis import analyse
 from kotae.services.verifier.alignment import leans_on_question
 from kotae.services.verifier.logic import METHOD, SURE, Verdict, verify
 from kotae.services.verifier.model import ASKS_RELEVANCE, PROMPT, citation_findings, model_verify

@@ -8,7 +8,7 @@ it cites — its key terms aligned to the evidence (alignment.py: each number,
 name and noun phrase must be there in the same relation; a bare answer must fill
 the slot its question asks about, and one the evidence cannot place at all is unsure,
 never supported) and nearly all of its content words present
-(kotae.grounding.support). A term found only in another relation is class 1, a
+(kotae.language.grounding.support). A term found only in another relation is class 1, a
 number or term found nowhere class 2, a proper name found nowhere class 3.
 It fails closed: anything it cannot establish is a detection, never a pass.
 
@@ -25,12 +25,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kotae.answer_slot import SLOT_MARGIN, SLOT_MARGIN_EN, SlotPlaces
 from kotae.citations import MARKER, Block, citation_check, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import Evidence, FaqEvidence
-from kotae.grounding import SUPPORT_THRESHOLD, support
-from kotae.knowledge.text import is_japanese, normalize, split_sentences
-from kotae.sentence_analysis import analyse, evidence_sentences, negations
+from kotae.language.answer_slot import SLOT_MARGIN, SLOT_MARGIN_EN, SlotPlaces
+from kotae.language.grounding import SUPPORT_THRESHOLD, support
+from kotae.language.sentence_analysis import analyse, evidence_sentences, negations
+from kotae.language.text import is_japanese, normalize, split_sentences
 from kotae.services.verifier.alignment import SLOT_SURE, Finding, align_with_places, leans_on_question
 
 METHOD = "citation_and_support"
@@ -54,7 +54,7 @@ Decision = Literal["supported", "hallucinated", "unsure"]
 #: cascade reads it at KOTAE_VERIFIER_CASCADE_SURE (CASCADE_SURE), where unsure costs a model call.
 SURE = 0.55
 CASCADE_SURE = 0.9
-#: Content-word coverage (kotae.grounding.support) of a claim below which it is surely unsupported;
+#: Content-word coverage (kotae.language.grounding.support) of a claim below which it is surely unsupported;
 #: between this and SUPPORT_THRESHOLD the shortfall is a weak finding.
 SURELY_UNSUPPORTED = 0.5
 

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from kotae.citations import Block, citation_check, cited_numbers, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import DraftV1, ModelCall
-from kotae.grounding import support
-from kotae.knowledge.text import is_japanese, normalize, split_sentences
+from kotae.language.grounding import support
+from kotae.language.sentence_analysis import analyse
+from kotae.language.text import is_japanese, normalize, split_sentences
 from kotae.model_reply import again, as_int, json_object
 from kotae.prompts import load_prompt
 from kotae.providers import BadReply, ChatModel
-from kotae.sentence_analysis import analyse
 
 METHOD = "model"
 PROMPTS = Path(__file__).parent / "prompts"

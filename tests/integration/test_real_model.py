@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from kotae.contracts import AnswerV1
-from kotae.knowledge.text import search_tokens
+from kotae.language.text import search_tokens
 from kotae.providers import ChatModel, ModelUnavailable
 from kotae.replay import run_replay
 from kotae.services.evaluator.judge import Embeds, ModelJudge

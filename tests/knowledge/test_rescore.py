@@ -9,7 +9,7 @@ import pytest
 
 from kotae.knowledge.rescore import FEATURES, Candidate, RescoreQuery, RescoreWeights, features, rescore
 from kotae.knowledge.sparse import term_id
-from kotae.knowledge.text import search_tokens
+from kotae.language.text import search_tokens
 
 
 class Idf:

@@ -19,7 +19,7 @@ from kotae.knowledge.sparse import (
     term_id,
     terms,
 )
-from kotae.knowledge.text import search_tokens
+from kotae.language.text import search_tokens
 
 P = Bm25Params()
 

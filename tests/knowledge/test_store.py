@@ -9,7 +9,7 @@ import pytest
 
 from kotae.knowledge.records import KBRecord, KnowledgeBaseError, load_records
 from kotae.knowledge.store import MAX_CHUNK_CHARS, KnowledgeStore, chunk_record
-from kotae.knowledge.text import split_sentences
+from kotae.language.text import split_sentences
 
 JA_SENTENCES = [f"保育の説明その{i}は、とても大切な内容を含んでいます。" for i in range(30)]
 

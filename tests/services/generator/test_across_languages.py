@@ -7,8 +7,8 @@ import pytest
 
 from kotae.contracts import CommentV1, Evidence, RerankV1
 from kotae.knowledge.embeddings import LazyEmbedder, OpenAIEmbedder
-from kotae.knowledge.text import normalize
-from kotae.relevance import numbers_not_said
+from kotae.language.relevance import numbers_not_said
+from kotae.language.text import normalize
 from kotae.services.generator.logic import NOT_FOUND, Draft, extractive_answer
 from kotae.services.verifier.logic import verify
 

@@ -10,7 +10,7 @@ import pytest
 from kotae.citations import cited_numbers, numbered_blocks, strip_markers, without_title_label
 from kotae.contracts import CommentV1, Evidence, FaqEvidence, RerankV1
 from kotae.knowledge.records import detect_lang
-from kotae.knowledge.text import normalize, split_sentences
+from kotae.language.text import normalize, split_sentences
 from kotae.services.generator.logic import NOT_FOUND, Draft, extractive_answer
 from kotae.services.verifier.logic import verify
 from tests.factories import HEARING

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kotae.citations import numbered_blocks
 from kotae.contracts import Evidence, FaqEvidence
-from kotae.knowledge.text import split_sentences
+from kotae.language.text import split_sentences
 from kotae.services.generator.sentence_choice import choose
 from tests.factories import HEARING, TRANSPORT, TRANSPORT_EN
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kotae.contracts import Asker
-from kotae.knowledge.text import search_tokens
+from kotae.language.text import search_tokens
 from kotae.services.onair.policy import Aired, Entry, Policy, choose, cooling, expired, ranked, repeat_of, to_shed
 from kotae.services.onair.state import spoken_form
 from tests.factories import ONAIR_AT, verified_answer

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kotae.answer_slot import SLOT_MARGIN, SLOT_WEIGHTS
 from kotae.contracts import Evidence
+from kotae.language.answer_slot import SLOT_MARGIN, SLOT_WEIGHTS
 from kotae.services.verifier.alignment import align, slot_places
 from kotae.services.verifier.logic import verify
 

@@ -1,10 +1,10 @@
-"""kotae.knowledge.text: normalisation, search tokens and sentence splitting."""
+"""kotae.language.text: normalisation, search tokens and sentence splitting."""
 
 from __future__ import annotations
 
 import pytest
 
-from kotae.knowledge.text import is_japanese, normalize, search_tokens, split_sentences
+from kotae.language.text import is_japanese, normalize, search_tokens, split_sentences
 
 # --- normalize -----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kotae.knowledge.text import search_tokens
+from kotae.language.text import search_tokens
 
 
 @dataclass(frozen=True)

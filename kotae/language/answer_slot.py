@@ -15,7 +15,7 @@ sentence fills the slot best?).
 
 Example::
 
-    >>> from kotae.sentence_analysis import analyse, evidence_sentences
+    >>> from kotae.language.sentence_analysis import analyse, evidence_sentences
     >>> evidence = [(1, s) for s in evidence_sentences("梅雨は北海道と小笠原諸島を除く日本でみられる。")]
     >>> slot = question_slot(analyse("日本で梅雨がないのは北海道とどこか。"), None, evidence)
     >>> s = evidence[0][1]
@@ -30,8 +30,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from kotae.knowledge.text import is_japanese
-from kotae.sentence_analysis import Analysis, Token, attached
+from kotae.language.sentence_analysis import Analysis, Token, attached
+from kotae.language.text import is_japanese
 
 # A bare answer is judged only against evidence that addresses its question: the evidence's
 # sentence holding most of the question must hold at least this share of its words (by rarity).

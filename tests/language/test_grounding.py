@@ -1,8 +1,8 @@
-"""kotae.grounding.support: how much of a sentence its evidence holds."""
+"""kotae.language.grounding.support: how much of a sentence its evidence holds."""
 
 from __future__ import annotations
 
-from kotae.grounding import SUPPORT_THRESHOLD, support
+from kotae.language.grounding import SUPPORT_THRESHOLD, support
 
 EVIDENCE_JA = [
     "0〜2歳児の保育料は、世帯の所得にかかわらず月額1万5千円を上限にします。第2子以降の保育料は無料にします。"

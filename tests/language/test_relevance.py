@@ -1,10 +1,10 @@
-"""kotae.relevance: an answer must address what its question asks about, or it is not an answer."""
+"""kotae.language.relevance: an answer must address what its question asks about, or it is not an answer."""
 
 from __future__ import annotations
 
 import pytest
 
-from kotae.relevance import relevance, relevance_to_any
+from kotae.language.relevance import relevance, relevance_to_any
 from tests.factories import HEARING, TRANSPORT, TRANSPORT_EN
 
 BLOCK = [(TRANSPORT.title, TRANSPORT.text)]

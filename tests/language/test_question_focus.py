@@ -1,10 +1,10 @@
-"""kotae.question_focus: the kind of answer a question asks for, and the terms it asks about."""
+"""kotae.language.question_focus: the kind of answer a question asks for, and the terms it asks about."""
 
 from __future__ import annotations
 
 import pytest
 
-from kotae.question_focus import holds_kind, question_focus
+from kotae.language.question_focus import holds_kind, question_focus
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,8 @@ from typing import Any
 
 from sudachipy import Dictionary, SplitMode
 
-from kotae.knowledge.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
 from kotae.language.spelling import nearest
+from kotae.language.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
 
 _local = threading.local()
 # Nouns that name nothing by themselves (Sudachi's sub-categories).

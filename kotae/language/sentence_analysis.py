@@ -2,7 +2,7 @@
 numbers and wh-words, and the sentence's numbers, proper names and noun phrases.
 
 Shared by the checks that read answers against evidence: the verifier's aligned support,
-the answer slot of a question (:mod:`kotae.answer_slot`), the relevance check and the
+the answer slot of a question (:mod:`kotae.language.answer_slot`), the relevance check and the
 extractive generator. Japanese goes through Sudachi (split mode C, with the short units of a
 compound as extra forms); English is split into words with a light plural stemmer. A term's
 kind is read from the parts of speech: a person, an organisation, another proper name, a
@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 
 from sudachipy import Dictionary, SplitMode
 
-from kotae.knowledge.text import is_japanese, normalize, split_sentences, without_clitic
+from kotae.language.text import is_japanese, normalize, split_sentences, without_clitic
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
 _PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}

@@ -1,8 +1,8 @@
-"""kotae.sentence_analysis: the tokens and key terms every answer-side check reads."""
+"""kotae.language.sentence_analysis: the tokens and key terms every answer-side check reads."""
 
 from __future__ import annotations
 
-from kotae.sentence_analysis import analyse, katakana, negations, short_units
+from kotae.language.sentence_analysis import analyse, katakana, negations, short_units
 
 
 def test_terms_are_numbers_names_and_noun_phrases_with_their_kinds() -> None:

@@ -1,9 +1,9 @@
-"""kotae.answer_slot: where in the evidence a question's slot is filled, shared by generator and verifier."""
+"""kotae.language.answer_slot: where in the evidence a question's slot is filled, shared by generator and verifier."""
 
 from __future__ import annotations
 
-from kotae.answer_slot import SLOT_WEIGHTS, asks_for_slot, place_signs, question_slot
-from kotae.sentence_analysis import analyse, evidence_sentences
+from kotae.language.answer_slot import SLOT_WEIGHTS, asks_for_slot, place_signs, question_slot
+from kotae.language.sentence_analysis import analyse, evidence_sentences
 
 EVIDENCE = [
     (1, s)

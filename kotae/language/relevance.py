@@ -3,7 +3,7 @@
 Supported is not enough (seed 004): a grounded sentence about another tax, another country's
 ministers or the bus line's route answers nothing when the viewer asked about the consumption
 tax, a statesman's country or the opening date. This check runs on the hot path, before an
-answer is verified, and needs no model. Two things must hold (:mod:`kotae.question_focus` reads
+answer is verified, and needs no model. Two things must hold (:mod:`kotae.language.question_focus` reads
 them off the question):
 
 - **kind**: when the question asks for a kind of answer with a wh-word (いつ, どこ, 誰, いくら,
@@ -48,10 +48,10 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from kotae.citations import strip_markers
-from kotae.knowledge.text import is_japanese, normalize, split_sentences
+from kotae.language.question_focus import KIND_NAMES, FocusTerm, QuestionFocus, holds_kind, question_focus
+from kotae.language.sentence_analysis import Analysis, analyse
 from kotae.language.spelling import folded_in, nearest
-from kotae.question_focus import KIND_NAMES, FocusTerm, QuestionFocus, holds_kind, question_focus
-from kotae.sentence_analysis import Analysis, analyse
+from kotae.language.text import is_japanese, normalize, split_sentences
 
 METHOD = "focus_and_kind"
 #: Weighted share of the question's terms the answer must address.

@@ -1,10 +1,10 @@
-"""kotae.knowledge.terms: what a comment names, and whether the records have it under any spelling."""
+"""kotae.language.terms: what a comment names, and whether the records have it under any spelling."""
 
 from __future__ import annotations
 
 import pytest
 
-from kotae.knowledge.terms import Vocabulary, key_terms
+from kotae.language.terms import Vocabulary, key_terms
 
 RECORDS = [
     "観光：宿泊税を1泊200円で導入します。",
