@@ -50,8 +50,9 @@ OPEN_TO = 99_991_231
 EMBED_BATCH = 64
 # What an index holds and how it is searched; an index of another format is rebuilt by
 # the next ``kotae kb load``. 2: the meta records the common characters. 3: and the
-# vocabulary of the records (words, readings, synonym groups; kotae.language.terms).
-INDEX_FORMAT = 3
+# vocabulary of the records (words, readings, synonym groups; kotae.language.terms). 4: English
+# words are lemmatised by the language layer's one stemmer (prizes → prize, not priz).
+INDEX_FORMAT = 4
 
 
 class IndexMissing(RuntimeError):

@@ -4,7 +4,7 @@ numbers and wh-words, and the sentence's numbers, proper names and noun phrases.
 Shared by the checks that read answers against evidence: the verifier's aligned support,
 the answer slot of a question (:mod:`kotae.language.answer_slot`), the relevance check and the
 extractive generator. Japanese goes through Sudachi (split mode C, with the short units of a
-compound as extra forms); English is split into words with a light plural stemmer. A term's
+compound as extra forms); English is split into words reduced to their lemmas. A term's
 kind is read from the parts of speech: a person, an organisation, another proper name, a
 number, or a common noun phrase.
 
@@ -18,13 +18,11 @@ Example::
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from sudachipy import Dictionary, SplitMode
-
-from kotae.language.text import is_japanese, normalize, split_sentences, without_clitic
+from kotae.language.morphemes import morphemes, units
+from kotae.language.text import is_japanese, normalize, split_sentences, stem, without_clitic
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
 _PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}
@@ -74,15 +72,6 @@ _ORG_SUFFIX = re.compile(
     r"(財団|研究所|協会|学会|大学|会社|機構|委員会|協議会|研究会|振興会|連盟|組合|法人|銀行|新聞社?|放送|省|庁|党|社|局|団|センター|ラボ|グループ)$"
 )
 _EN_WORD = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z][A-Za-z'\-]*")
-
-_local = threading.local()
-
-
-def _tokenizer():  # Sudachi tokenizers are not thread-safe: one per thread
-    tok = getattr(_local, "tokenizer", None)
-    if tok is None:
-        tok = _local.tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.C)
-    return tok
 
 
 @dataclass(frozen=True)
@@ -169,13 +158,13 @@ class Analysis:
 
 def _ja_tokens(text: str) -> list[Token]:
     out: list[Token] = []
-    for m in _tokenizer().tokenize(text):
-        pos = tuple(m.part_of_speech())
+    for m in morphemes(text):
+        pos = m.pos
         if pos[0] == "空白":
             continue
-        form = m.normalized_form()
+        form = m.form
         number = form if pos[1] == "数詞" and re.fullmatch(r"\d+(?:\.\d+)?", form) else None
-        wh = bool(_WH_JA.match(m.surface()) or _WH_JA.match(form)) and pos[0] in (
+        wh = bool(_WH_JA.match(m.surface) or _WH_JA.match(form)) and pos[0] in (
             "代名詞",
             "名詞",
             "連体詞",
@@ -187,9 +176,9 @@ def _ja_tokens(text: str) -> list[Token]:
             if form.isascii():
                 forms = tuple(w.lower() for w in _EN_WORD.findall(form))
             else:
-                parts = [p.normalized_form() for p in m.split(SplitMode.A)] if len(m.surface()) > 2 else []
+                parts = [p.form for p in m.short] if len(m.surface) > 2 else []
                 forms = tuple(dict.fromkeys([form] + [p for p in parts if p not in _STOP and len(p) > 1]))
-        out.append(Token(m.surface(), forms, pos, number, wh, katakana(m.reading_form())))
+        out.append(Token(m.surface, forms, pos, number, wh, katakana(m.reading)))
     return out
 
 
@@ -199,12 +188,7 @@ def short_units(text: str) -> tuple[str, ...]:
     消費税 → (消費, 税), 初乗り運賃 → (初乗り, 運賃); the last is the head of a compound."""
     if not is_japanese(text):
         return tuple(t.forms[0] for t in _en_tokens(text) if t.forms)
-    out = []
-    for m in _tokenizer().tokenize(normalize(text), SplitMode.A):
-        pos = m.part_of_speech()[0]
-        if pos in _CONTENT_POS or pos == "接尾辞":
-            out.append(m.normalized_form())
-    return tuple(out)
+    return tuple(m.form for m in units(normalize(text), "A") if m.pos[0] in _CONTENT_POS or m.pos[0] == "接尾辞")
 
 
 def katakana(text: str) -> str:
@@ -213,14 +197,6 @@ def katakana(text: str) -> str:
 
 
 _TO_KATAKANA = {code: code + 0x60 for code in range(ord("ぁ"), ord("ゖ") + 1)}
-
-
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
 
 
 def _en_tokens(text: str) -> list[Token]:
@@ -235,7 +211,7 @@ def _en_tokens(text: str) -> list[Token]:
         sentence_start = i == 0 or text[: m.start()].rstrip().endswith((".", "!", "?", ":"))
         proper = word[0].isupper() and not sentence_start and low not in _EN_STOP
         pos = ("名詞", "固有名詞") if proper else (("stop",) if low in _EN_STOP else ("名詞", "普通名詞"))
-        forms = () if low in _EN_STOP or len(low) < 2 else (_stem(low),)
+        forms = () if low in _EN_STOP or len(low) < 2 else (stem(low),)
         out.append(Token(word, forms, pos, None, low in _WH_EN, low))
     return out
 

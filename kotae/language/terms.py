@@ -27,19 +27,16 @@ Example::
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sudachipy import Dictionary, SplitMode
-
+from kotae.language.morphemes import Morpheme, morphemes
 from kotae.language.spelling import nearest
 from kotae.language.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
 
-_local = threading.local()
 # Nouns that name nothing by themselves (Sudachi's sub-categories).
 _SKIP_SUB = {"数詞", "代名詞", "助数詞"}
 _SKIP_DETAIL = {"副詞可能", "助数詞可能"}
@@ -68,17 +65,10 @@ _KANA_RUN = re.compile(
 )
 
 
-def _tokenizer():  # one per thread: Sudachi's tokenizer is not thread-safe
-    tok = getattr(_local, "tokenizer", None)
-    if tok is None:
-        tok = _local.tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.C)
-    return tok
-
-
 def _may_name(run: str) -> bool:
     """Whether a kana run may be a word spelled by sound: Sudachi reads a noun (or nothing it
     knows) in it, not only pronouns, particles and inflections (これら, ですけど)."""
-    return any(m.part_of_speech()[0] == "名詞" or m.is_oov() for m in _tokenizer().tokenize(run))
+    return any(m.pos[0] == "名詞" or m.oov for m in morphemes(run))
 
 
 def _katakana(text: str) -> str:
@@ -100,12 +90,12 @@ class KeyTerm:
     stems: tuple[str, ...] = ()  # an affixed compound's words without the affix (バス代 → バス)
 
 
-def _is_key_noun(m: Any) -> bool:
-    pos = m.part_of_speech()
+def _is_key_noun(m: Morpheme) -> bool:
+    pos = m.pos
     if pos[0] != "名詞" or pos[1] in _SKIP_SUB or pos[2] in _SKIP_DETAIL:
         return False
-    surface = m.surface()
-    if m.normalized_form() in _LIGHT or surface in _LIGHT or _QUESTION_NOUN.match(surface):
+    surface = m.surface
+    if m.form in _LIGHT or surface in _LIGHT or _QUESTION_NOUN.match(surface):
         return False
     if surface.isascii():
         return False  # Latin runs are read as English words below
@@ -113,18 +103,18 @@ def _is_key_noun(m: Any) -> bool:
     return len(surface) > 1 or not _KANA.match(surface)
 
 
-def _is_proper(m: Any) -> bool:
-    return bool(m.part_of_speech()[1] == "固有名詞")
+def _is_proper(m: Morpheme) -> bool:
+    return m.pos[1] == "固有名詞"
 
 
-def _shape(m: Any) -> tuple[bool, tuple[str, ...]]:
+def _shape(m: Morpheme) -> tuple[bool, tuple[str, ...]]:
     """Whether a noun is specific, and the stems of an affixed compound (バス代 → バス; 消費税 → none)."""
-    if _KANA.match(m.surface()) and not _KATAKANA.match(m.surface()):
+    if _KANA.match(m.surface) and not _KATAKANA.match(m.surface):
         return False, ()  # hiragana: often a word Sudachi could not place (ほちょうき as ほ + ちょう + き)
-    units = list(m.split(SplitMode.A)) or [m]
-    if len(units) > 1 and units[0].surface() in _HONORIFIC:
+    units = list(m.units("A"))
+    if len(units) > 1 and units[0].surface in _HONORIFIC:
         units = units[1:]  # お店, ご予約: the honorific names nothing
-    stems = tuple(u.normalized_form() for u in units if u.part_of_speech()[0] not in ("接頭辞", "接尾辞"))
+    stems = tuple(u.form for u in units if u.pos[0] not in ("接頭辞", "接尾辞"))
     affixed = 0 < len(stems) < len(units)
     proper = _is_proper(m)
     # A proper noun is one name: コンゴ and 共和 in the records do not make コンゴ共和国 theirs.
@@ -135,20 +125,20 @@ def _shape(m: Any) -> tuple[bool, tuple[str, ...]]:
 def _key_terms_cached(text: str) -> tuple[KeyTerm, ...]:
     out: list[KeyTerm] = []
     seen: set[str] = set()
-    morphemes = list(_tokenizer().tokenize(text))
-    for i, m in enumerate(morphemes):
-        if not _is_key_noun(m) or m.surface() in seen:
+    words = morphemes(text)
+    for i, m in enumerate(words):
+        if not _is_key_noun(m) or m.surface in seen:
             continue
-        if set_aside([n.surface() for n in morphemes[i + 1 : i + 3]]):
+        if set_aside([n.surface for n in words[i + 1 : i + 3]]):
             continue  # 市役所のほかに: what the comment sets aside is not what it asks about
-        seen.add(m.surface())
+        seen.add(m.surface)
         specific, stems = _shape(m)
         out.append(
             KeyTerm(
-                surface=m.surface(),
-                form=m.normalized_form(),
-                reading=m.reading_form(),
-                synonyms=tuple(m.synonym_group_ids()),
+                surface=m.surface,
+                form=m.form,
+                reading=m.reading,
+                synonyms=m.synonyms,
                 specific=specific,
                 stems=stems,
                 proper=_is_proper(m),
@@ -197,18 +187,18 @@ class Vocabulary:
         readings: dict[str, Counter[str]] = {}
         synonyms: dict[int, Counter[str]] = {}
         for raw in texts:
-            for m in _tokenizer().tokenize(normalize(raw)):
-                if m.part_of_speech()[0] in _NOT_WORDS:
+            for m in morphemes(normalize(raw)):
+                if m.pos[0] in _NOT_WORDS:
                     continue
-                for unit in {m, *m.split(SplitMode.B), *m.split(SplitMode.A)}:
-                    surface = unit.surface()
+                for unit in (m, *m.middle, *m.short):
+                    surface = unit.surface
                     # An English word's normalised form is its katakana (bus → バス): keep the
                     # word as written, so English records stay English.
-                    words.update((surface.lower(),) if surface.isascii() else (unit.normalized_form(), surface))
-                    for group in unit.synonym_group_ids():
+                    words.update((surface.lower(),) if surface.isascii() else (unit.form, surface))
+                    for group in unit.synonyms:
                         synonyms.setdefault(group, Counter())[surface] += 1
-                    if unit.part_of_speech()[0] in _READ_POS and len(unit.reading_form()) >= 2:
-                        readings.setdefault(unit.reading_form(), Counter())[surface] += 1
+                    if unit.pos[0] in _READ_POS and len(unit.reading) >= 2:
+                        readings.setdefault(unit.reading, Counter())[surface] += 1
         return cls(
             words,
             {r: [w for w, _ in c.most_common()] for r, c in readings.items()},

@@ -4,20 +4,20 @@ sentence splitting and search tokens for Japanese and English.
 Japanese goes through Sudachi (a morphological analyser whose dictionary ships
 on PyPI) and is reduced to normalised forms of content words, so 保育料 in a
 comment and 保育料 in a policy meet however they were written, and 1万5千 meets
-15000. Latin-script runs are lower-cased words with a light plural stemmer.
+15000. Latin-script runs are lower-cased words reduced to their lemmas (buses → bus).
 """
 
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
-from sudachipy import Dictionary, SplitMode
+import simplemma
 
 from kotae.knowledge.records import detect_lang
+from kotae.language.morphemes import units
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞"}
 # Light verbs and formal nouns that carry no topic.
@@ -64,8 +64,6 @@ _WS = re.compile(r"\s+")
 # Laughter (w, ww…) only where it is not the end of a Latin word: "ほんと?w" loses it, "law" keeps it.
 _CHAT_NOISE = re.compile(r"(?:(?<![A-Za-z])[wW]{2,}|(?<![A-Za-z])w$|[〜~ー]{2,}|[!?]{2,})")
 
-_local = threading.local()
-
 
 def normalize(text: str) -> str:
     """NFKC (full/half width), collapsed whitespace, chat noise trimmed."""
@@ -74,21 +72,12 @@ def normalize(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def _tokenizer():  # one Sudachi tokenizer per thread: it is not thread-safe
-    tok = getattr(_local, "tokenizer", None)
-    if tok is None:
-        tok = _local.tokenizer = Dictionary(dict="core").tokenizer(mode=SplitMode.B)
-    return tok
-
-
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("es") and (word[-3] in "sxz" or word[-4:-2] in ("ch", "sh")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+@lru_cache(maxsize=50_000)
+def stem(word: str) -> str:
+    """A lower-case English word's lemma (simplemma's dictionary, shipped in its wheel): buses → bus,
+    prizes → prize, cities → city, launches → launch. The one stemmer of the language layer, so
+    search tokens and sentence analysis read a plural or an inflected verb alike."""
+    return simplemma.lemmatize(word, lang="en").lower()
 
 
 def _latin_tokens(run: str) -> list[str]:
@@ -97,35 +86,29 @@ def _latin_tokens(run: str) -> list[str]:
         word = m.group(0).lower().strip("'.-")
         if not word or word in _EN_STOP or (len(word) == 1 and not word.isdigit()):
             continue
-        out.append(_stem(word))
+        out.append(stem(word))
     return out
 
 
 def _japanese_tokens(run: str) -> list[str]:
     out: list[str] = []
-    for m in _tokenizer().tokenize(run):
-        pos = m.part_of_speech()[0]
-        if pos not in _CONTENT_POS:
+    for m in units(run, "B"):
+        if m.pos[0] not in _CONTENT_POS:
             continue
-        form = m.normalized_form()
+        form = m.form
         if form in _JA_STOP or not form.strip():
             continue
         if form.isdigit():
             out.append(form)  # Sudachi reads 1万5千 as 15000
             continue
         if form.isascii():
-            out += _latin_tokens(m.surface())
+            out += _latin_tokens(m.surface)
             continue
         out.append(form)
         # Compounds also index their short units (バス代 → バス, 代), so a
         # differently compounded word still meets its parts.
-        parts = m.split(SplitMode.A)
-        if len(parts) > 1:
-            out += [
-                p.normalized_form()
-                for p in parts
-                if p.part_of_speech()[0] in _CONTENT_POS and p.normalized_form() not in _JA_STOP
-            ]
+        if len(m.short) > 1:
+            out += [p.form for p in m.short if p.pos[0] in _CONTENT_POS and p.form not in _JA_STOP]
     return out
 
 
