@@ -26,6 +26,7 @@ import re
 import unicodedata
 from typing import Any
 
+from kotae.language import lexicon
 from kotae.providers import BadReply
 
 #: A fenced block anywhere in the reply (```json … ```), its body captured.
@@ -173,8 +174,10 @@ def number_list(raw: Any, count: int, *, key: str) -> list[int]:
     return picked
 
 
-_TRUE = {"true", "yes", "はい", "1"}
-_FALSE = {"false", "no", "いいえ", "0"}
+_TRUE = lexicon.words("reply_true")
+_FALSE = lexicon.words("reply_false")
+# The empty string is not a word a list can hold: it is null too.
+_NULL = lexicon.words("reply_null") | {""}
 
 
 def as_bool(value: Any, key: str) -> bool | None:
@@ -187,7 +190,7 @@ def as_bool(value: Any, key: str) -> bool | None:
             return True
         if word in _FALSE:
             return False
-        if word in ("null", "none", "unknown", ""):
+        if word in _NULL:
             return None
     raise BadReply(f"{key!r} must be true, false or null, got {value!r}")
 
@@ -195,9 +198,10 @@ def as_bool(value: Any, key: str) -> bool | None:
 # --- citations -------------------------------------------------------------------
 
 #: Brackets a model puts around a block number: [1] ［1］ 【1】 〔1〕 〈1〉, with an optional word before it.
+_CITE_WORDS = lexicon.alternation("reply_citation_words")
 _CITE_GROUP = re.compile(
     r"[\[［【〔〈]\s*\^?\s*"
-    r"(?:(?:資料|文書|出典|根拠|ドキュメント|document|doc|source|ref|block)\s*(?:番号)?\s*[:：#＃]?\s*)?"
+    rf"(?:(?:{_CITE_WORDS})\s*(?:番号)?\s*[:：#＃]?\s*)?"
     r"(\d{1,2}(?:\s*(?:[,，、・/]|and|-|〜|~|–)\s*\d{1,2})*)\s*[\]］】〕〉]",
     re.I,
 )
@@ -291,9 +295,8 @@ def foreign_characters(text: str, lang: str, evidence: str = "") -> list[str]:
 # --- one line ----------------------------------------------------------------------
 
 #: "Query:", "検索クエリ：", "Rewritten query -" before the line a prompt asked for.
-_LABEL = re.compile(
-    r"^\s*(?:[A-Za-z][A-Za-z ]{0,24}|[^\s:：]{0,6}(?:クエリ|質問文?|検索文|検索語|書き換え後?|言い換え))\s*[:：]\s*(?=\S)"
-)
+_LABEL_WORDS = lexicon.alternation("reply_label_words")
+_LABEL = re.compile(rf"^\s*(?:[A-Za-z][A-Za-z ]{{0,24}}|[^\s:：]{{0,6}}(?:{_LABEL_WORDS}))\s*[:：]\s*(?=\S)")
 _QUOTES = "「」『』\"'“”`"
 
 

@@ -30,6 +30,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from kotae.language import lexicon
 from kotae.language.sentence_analysis import Analysis, Token, attached
 from kotae.language.text import is_japanese
 
@@ -171,7 +172,7 @@ def is_alias(sentence: Analysis, a: tuple[int, int], b: tuple[int, int]) -> bool
     )
 
 
-_ANAPHORA = re.compile(r"^(これ|それ|あれ|この|その|あの|こう|そう|同|後者|前者|彼|彼女|彼ら|本|当|同様)")
+_ANAPHORA = re.compile("^(" + lexicon.alternation("slot_anaphora") + ")")
 
 
 def _refers_back(sentence: Analysis, before: int) -> bool:
@@ -208,9 +209,9 @@ _CASE = {
     "まで": "まで",
     "より": "より",
 }
-_NAMING = re.compile(r"(何|なん|なに)(と|て)(いう|言う|いい|言い|呼|称|読|表)|名前は|名称は|呼び名|別名|略称|通称|読み")
+_NAMING = re.compile("(何|なん|なに)(と|て)(いう|言う|いい|言い|呼|称|読|表)|" + lexicon.alternation("slot_naming"))
 # A question that offers its answers (AとBのどちらか, 長い？短い？) may be answered with its own words.
-CHOICE = re.compile(r"どちら|どっち|どれ|いずれ|それとも|のうち|か[、,？?]|[？?].+[？?]|か.+か|\bor\b|\bwhich\b", re.I)
+CHOICE = re.compile(lexicon.alternation("slot_choice") + r"|か[、,？?]|[？?].+[？?]|か.+か|\bor\b|\bwhich\b", re.I)
 _CLOSING = (")", "]", "」", "』", "】")
 
 

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from kotae.language import lexicon
 from kotae.language.sentence_analysis import Analysis, Term, analyse, katakana, short_units
 from kotae.language.text import is_japanese, normalize, set_aside
 
@@ -42,190 +43,35 @@ KIND_NAMES = {
     "quantity": "a number",
 }
 
+
+def _either(name: str) -> str:
+    """A regex group that matches any entry of list ``name`` (the longest that fits)."""
+    return f"(?:{lexicon.alternation(name)})"
+
+
 # "when" and "where" ask only where a question or clause starts, or after a verb of asking
 # (do you know when …): after a noun they only qualify it (the spell when the weather recovers).
-_ASKING_WH = (
-    r"(?:^\s*|[.,;:!?]\s*|\b(?:know|tell me|tell us|ask|asking|wonder|wondering|sure|idea|and|but|or|so|remind me"
-    r"|find out|check|say|since|until|from)\s+)"
-)
+_ASKING_WH = r"(?:^\s*|[.,;:!?]\s*|\b" + _either("focus_wh_leads") + r"\s+)"
 # Wh-words and question phrases that make the kind explicit, most specific first.
 _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("amount", re.compile(r"いくら|幾ら|何円|なんえん|how much|what does it cost|price of|cost of", re.I)),
-    (
-        "count",
-        re.compile(
-            r"(何|なん)(人|か所|カ所|ヶ所|箇所|個|台|本|回|件|基|校|社|店|床|枚|倍|名|種類|冊|匹|頭|羽|割|パーセント|%)"
-            r"|いくつ|幾つ|how many|number of",
-            re.I,
-        ),
-    ),
-    (
-        "time",
-        re.compile(
-            r"いつ|何時|なんじ|何日|なんにち|何月|なんがつ|何曜|なんよう|何年|なんねん|何時頃|何時ごろ"
-            rf"|{_ASKING_WH}when\b|what time|what date|what day|which day|how long|until when|by when",
-            re.I,
-        ),
-    ),
-    (
-        "place",
-        re.compile(
-            rf"どこ|何処|どちらで|どちらに|どちらへ|{_ASKING_WH}where\b|which (?:shop|store|place|city|town)", re.I
-        ),
-    ),
-    ("person", re.compile(r"誰|だれ|どなた|どちら様|何者|\bwho\b|\bwhom\b|\bwhose\b", re.I)),
-    (
-        "quantity",
-        re.compile(r"どれくらい|どのくらい|どれぐらい|どのぐらい|何%|how (?:long|big|far|old|tall|heavy)", re.I),
-    ),
+    ("amount", re.compile(_either("focus_wh_amount"), re.I)),
+    ("count", re.compile("(?:何|なん)" + _either("focus_counters") + "|" + _either("focus_wh_count"), re.I)),
+    ("time", re.compile(_either("focus_wh_time") + rf"|{_ASKING_WH}when\b", re.I)),
+    ("place", re.compile(_either("focus_wh_place") + rf"|{_ASKING_WH}where\b", re.I)),
+    ("person", re.compile(_either("focus_wh_person") + r"|\b" + _either("focus_wh_person_en") + r"\b", re.I)),
+    ("quantity", re.compile(_either("focus_wh_quantity"), re.I)),
 )
 # A keyword's last characters that name the kind it is about (送料, 投票日, 会場): implicit kinds.
 _KIND_SUFFIX: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("amount", re.compile(r"(料|代|費|額|賃|税|価格|値段|手数料|料金)$")),
-    ("time", re.compile(r"(日|日程|時間|時期|期限|期間|年度|時刻|日時|締め切り|締切)$")),
-    ("place", re.compile(r"(場所|会場|住所|所在地|窓口)$")),
-    ("count", re.compile(r"(数|人数|定員)$")),
+    ("amount", re.compile(_either("focus_suffix_amount") + "$")),
+    ("time", re.compile(_either("focus_suffix_time") + "$")),
+    ("place", re.compile(_either("focus_suffix_place") + "$")),
+    ("count", re.compile(_either("focus_suffix_count") + "$")),
 )
 # Nouns that only name the kind asked for, or the act of asking: an answer need not repeat them.
-_ASKING = {
-    "料金",
-    "値段",
-    "価格",
-    "費用",
-    "金額",
-    "時間",
-    "日時",
-    "日程",
-    "時期",
-    "場所",
-    "人数",
-    "数",
-    "予定",
-    "方法",
-    "理由",
-    "情報",
-    "内容",
-    "詳細",
-    "質問",
-    "答え",
-    "回答",
-    "感じ",
-    "話",
-    "件",
-    "奴",
-    "やつ",
-    "今",
-    "最近",
-    "本当",
-    "ほんと",
-    "マジ",
-    "まじ",
-    "絶対",
-    "結局",
-    "普通",
-    "自分",
-    "私",
-    "僕",
-    "俺",
-    "皆",
-    "みんな",
-    "うち",
-    "貴方",
-    "あなた",
-    "前",
-    "後",
-    "場合",
-    "時",
-    "頃",
-    "ごろ",
-    "辺",
-    "くらい",
-    "ぐらい",
-    "位",
-    "以外",
-    # nouns that only name the category of the answer (「…を何というか」の名称, 人物, 原因)
-    "名前",
-    "名称",
-    "呼称",
-    "略称",
-    "別名",
-    "通称",
-    "人物",
-    "原因",
-    "目的",
-    "手段",
-    "割合",
-    "回数",
-    "長さ",
-    "大きさ",
-    "高さ",
-    "条件",
-    "種類",
-    "言葉",
-    "用語",
-    "出身地",
-    "出身",
-    # ways of asking for a name, a reading or a kind (呼び方は, 読み方は, 西暦何年, どのあたり, 〜する人たち)
-    "呼び方",
-    "読み方",
-    "言い方",
-    "書き方",
-    "西暦",
-    "あたり",
-    "辺り",
-    "人たち",
-    "人々",
-    "こと",
-    "事",
-    "一番",
-    "年代",
-    "年",
-    "日付",
-    "曜日",
-    # words about the conversation, not its topic (an instruction hidden in a comment is no focus)
-    "指示",
-    "命令",
-    "無視",
-    "発言",
-    "返事",
-    "返信",
-    "コメント",
-    "配信",
-    "プロンプト",
-    "システム",
-    "設定",
-    "ルール",
-    "管理者",
-    "モード",
-    "instruction",
-    "ignore",
-    "previous",
-    "prompt",
-    "system",
-    "rule",
-    "mode",
-    "say",
-    "tell",
-    "reply",
-    "answer",
-    "question",
-    "much",
-    "many",
-    "long",
-    "often",
-    "price",
-    "cost",
-    "fee",
-    "time",
-    "date",
-    "day",
-    "place",
-    "number",
-    "thing",
-    "way",
-}
-_EN_AUX = re.compile(r"^(is|are|was|were|do|does|did|can|could|will|would|should|shall|may|has|have|had)\b", re.I)
-_JA_YESNO_END = re.compile(r"([?？]|か|かな|っけ|の)$")
+_ASKING = lexicon.words("focus_asking_nouns")
+_EN_AUX = re.compile("^" + _either("focus_en_auxiliaries") + r"\b", re.I)
+_JA_YESNO_END = re.compile("(?:[?？]|" + _either("focus_yes_no_endings") + ")$")
 
 
 @dataclass(frozen=True)
@@ -268,7 +114,7 @@ class QuestionFocus:
 
 
 # Question words used as adverbs ask for nothing: いくつか並べた (several), どこまでも (endlessly), いつも (always).
-_ADVERBIAL_WH = re.compile(r"いつも|いつでも|どこでも|どこまでも|(いくつ|幾つ)か(?![?？]|$)|何度も|何回も")
+_ADVERBIAL_WH = re.compile(_either("focus_adverbial_wh") + "|(?:いくつ|幾つ)か(?![?？]|$)")
 
 
 # どちら after the options offered (開始と終了どちらに) picks one of them, not a place.
@@ -307,14 +153,9 @@ def _yes_no(text: str, lang: str, explicit: bool) -> bool:
 
 # English nouns that name the kind of answer a "what is the …" question asks for.
 _EN_KIND_NOUN: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "amount",
-        re.compile(
-            r"\b(fare|price|cost|fee|charge|tax|rate|budget|allowance|payment|subsidy|scholarship|salary)s?\b", re.I
-        ),
-    ),
-    ("time", re.compile(r"\b(date|day|deadline|time|hours|schedule|period)s?\b", re.I)),
-    ("place", re.compile(r"\b(place|venue|address|location)s?\b", re.I)),
+    ("amount", re.compile(r"\b" + _either("focus_en_kind_amount") + r"s?\b", re.I)),
+    ("time", re.compile(r"\b" + _either("focus_en_kind_time") + r"s?\b", re.I)),
+    ("place", re.compile(r"\b" + _either("focus_en_kind_place") + r"s?\b", re.I)),
 )
 
 
@@ -342,7 +183,7 @@ def _english_terms(chunk: str) -> list[FocusTerm]:
 
 
 # Honorifics a viewer puts after a name; the records never do.
-_HONORIFIC = re.compile(r"(さん|ちゃん|くん|君|様|さま|氏)$")
+_HONORIFIC = re.compile(_either("focus_honorifics") + "$")
 
 
 def _without_honorifics(term: Term, analysis: Analysis) -> list[Term]:
@@ -387,46 +228,11 @@ def _focus_terms(chunk: str) -> list[FocusTerm]:
 
 
 # Verbal nouns of reaching someone or doing a procedure (see _focus_terms).
-_ACTS = {
-    "確認",
-    "相談",
-    "問い合わせ",
-    "問合せ",
-    "連絡",
-    "依頼",
-    "申し込み",
-    "申込み",
-    "申込",
-    "手続き",
-    "手続",
-    "申請",
-    # English, as sentence_analysis gives their forms
-    "check",
-    "contact",
-    "apply",
-    "application",
-    "request",
-    "inquire",
-    "inquiry",
-}
+_ACTS = lexicon.words("focus_acts")
 
 
 # Verbs and adjectives of asking, wishing and chatting, not of what is asked about.
-_LIGHT_PREDICATES = {
-    "教える",
-    "知る",
-    "分かる",
-    "聞く",
-    "思う",
-    "欲しい",
-    "貰う",
-    "呉れる",
-    "下さる",
-    "頂く",
-    "良い",
-    "大丈夫",
-    "本当",
-}
+_LIGHT_PREDICATES = lexicon.words("focus_light_predicates")
 
 
 def _predicates(analysis: Analysis, taken: set[str]) -> list[FocusTerm]:

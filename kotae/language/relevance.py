@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from kotae.citations import strip_markers
+from kotae.language import lexicon
 from kotae.language.question_focus import KIND_NAMES, FocusTerm, QuestionFocus, holds_kind, question_focus
 from kotae.language.sentence_analysis import Analysis, analyse
 from kotae.language.spelling import folded_in, nearest
@@ -146,9 +147,7 @@ def _counters(analysis: Analysis) -> dict[str, str]:
     }
 
 
-# One-character heads that only say what sort of money or time a keyword is about (バス代, 医療費):
-# a paraphrase drops them (バスの運賃), so they are not required of the answer.
-_OPTIONAL_HEADS = {"代", "費", "料", "額", "賃", "金", "日", "時"}
+_OPTIONAL_HEADS = lexicon.words("relevance_optional_heads")
 
 
 def _heard(term: FocusTerm, where: _Text, least: int) -> bool:
@@ -312,10 +311,7 @@ def _other_owners(question: str, matches: Sequence[TermMatch], answer: list[Anal
 #: The thing an English count question counts (how many calories → calories).
 _COUNTED = re.compile(r"\bhow\s+many\s+([A-Za-z][A-Za-z-]+)", re.I)
 #: ... unless it is a word an answer says with a number alone (30 winners, 3 times, 120 days).
-_GENERIC_COUNTED = frozenset(
-    "people persons person times things kinds types sorts ones items pieces units days weeks months years hours"
-    " minutes seconds".split()
-)
+_GENERIC_COUNTED = lexicon.words("relevance_generic_counted")
 
 
 #: A sentence of a comment that is only the other option of a choice (…合法ですか？違法ですか？):

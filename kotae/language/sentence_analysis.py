@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+from kotae.language import lexicon
 from kotae.language.morphemes import morphemes, units
 from kotae.language.text import is_japanese, normalize, split_sentences, stem, without_clitic
 
@@ -28,49 +29,12 @@ _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
 _PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}
 #: Nouns that round off a time or an amount (上旬ごろ, 3日ほど): they end a phrase, so that
 #: 上旬ごろ東日本 is two things, not one.
-_ROUNDING = {"ごろ", "頃", "ころ", "くらい", "ぐらい", "ほど", "程"}
-_STOP = {
-    "為る",
-    "成る",
-    "有る",
-    "居る",
-    "言う",
-    "出来る",
-    "事",
-    "物",
-    "其れ",
-    "此れ",
-    "方",
-    "所",
-    "様",
-    "為",
-    "訳",
-    "です",
-    "ます",
-    "の",
-    "ん",
-    "此の",
-    "其の",
-    "等",
-    "的",
-    "他",
-    "又",
-    "中",
-    "以上",
-    "以下",
-}
-_EN_STOP = set(
-    """a an and are as at be been but by can could did do does for from had has have how i if in into is it
-    its me my of on or our so than that the their them then there these they this to was we were what when
-    where which who whom why will with would you your about also just not no yes""".split()
-)
-_WH_JA = re.compile(
-    r"^(何|誰|どこ|何処|いつ|何時|どれ|何れ|どの|どちら|どっち|如何|幾つ|幾ら|いくつ|いくら|なぜ|何故|どんな|どう|どういう)"
-)
-_WH_EN = {"who", "whom", "whose", "what", "which", "where", "when", "how", "why"}
-_ORG_SUFFIX = re.compile(
-    r"(財団|研究所|協会|学会|大学|会社|機構|委員会|協議会|研究会|振興会|連盟|組合|法人|銀行|新聞社?|放送|省|庁|党|社|局|団|センター|ラボ|グループ)$"
-)
+_ROUNDING = lexicon.words("analysis_rounding")
+_STOP = lexicon.words("analysis_stop_ja")
+_EN_STOP = lexicon.words("analysis_stop_en")
+_WH_JA = re.compile("^(" + lexicon.alternation("analysis_wh_ja") + ")")
+_WH_EN = lexicon.words("analysis_wh_en")
+_ORG_SUFFIX = re.compile("(" + lexicon.alternation("analysis_org_suffix") + ")$")
 _EN_WORD = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z][A-Za-z'\-]*")
 
 
@@ -276,23 +240,8 @@ def evidence_sentences(text: str) -> tuple[Analysis, ...]:
     return tuple(analyse(s) for s in split_sentences(normalize(text)))
 
 
-_NEGATORS_JA = {
-    "ない",
-    "なかっ",
-    "なく",
-    "なけれ",
-    "ず",
-    "ぬ",
-    "ん",
-    "ざる",
-    "ね",
-    "無い",
-    "無かっ",
-    "無く",
-    "なし",
-    "無し",
-}
-_NEGATORS_EN = {"not", "no", "never", "none", "cannot", "nor", "without"}
+_NEGATORS_JA = lexicon.words("analysis_negators_ja")
+_NEGATORS_EN = lexicon.words("analysis_negators_en")
 
 
 def negations(sentence: Analysis) -> int:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from kotae.language import lexicon
 from kotae.language.morphemes import Morpheme, morphemes
 from kotae.language.spelling import nearest
 from kotae.language.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
@@ -40,13 +41,10 @@ from kotae.language.text import EN_STOPWORDS, is_japanese, normalize, set_aside,
 # Nouns that name nothing by themselves (Sudachi's sub-categories).
 _SKIP_SUB = {"数詞", "代名詞", "助数詞"}
 _SKIP_DETAIL = {"副詞可能", "助数詞可能"}
-# Formal and light nouns, and the chat words that are nouns (ほんと, やつ).
-_LIGHT = set(
-    "事 物 者 方 所 為 訳 様 筈 積もり 時 人 皆 気 感じ 本当 ほんと やつ 奴 辺 中 上 下 前 後 他 次 今 全部 全て".split()
-)
-_QUESTION_NOUN = re.compile(r"^(何|なに|なん|幾|いく|どれ|どこ|いつ)")
+_LIGHT = lexicon.words("terms_light")
+_QUESTION_NOUN = re.compile("^(" + lexicon.alternation("terms_question_noun") + ")")
 _KANA = re.compile(r"^[\u3041-\u309f\u30a0-\u30ffー]+$")
-_HONORIFIC = {"お", "ご", "御"}
+_HONORIFIC = lexicon.words("terms_honorific")
 _KATAKANA = re.compile(r"^[\u30a0-\u30ffー]+$")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'\-]*")
 #: Distinct Latin words of three letters or more that make records count as written in English.

@@ -17,46 +17,14 @@ from functools import lru_cache
 import simplemma
 
 from kotae.knowledge.records import detect_lang
+from kotae.language import lexicon
 from kotae.language.morphemes import units
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞"}
-# Light verbs and formal nouns that carry no topic.
-_JA_STOP = {
-    "為る",
-    "成る",
-    "有る",
-    "居る",
-    "言う",
-    "出来る",
-    "思う",
-    "事",
-    "物",
-    "其れ",
-    "此れ",
-    "何",
-    "幾ら",
-    "方",
-    "所",
-    "様",
-    "為",
-    "訳",
-    "積もり",
-    "今",
-    "皆",
-    "ん",
-    "の",
-    "w",
-    "W",
-    "ｗ",
-}
-_EN_STOP = set(
-    """a an and are as at be been but by can could did do does for from had has have how i if in into is it
-    its me my of on or our so than that the their them then there these they this to was we were what when
-    where which who whom why will with would you your yours about please tell much many any some more most
-    also just get got lol""".split()
-)
+_JA_STOP = lexicon.words("search_stop_ja")
+_EN_STOP = lexicon.words("search_stop_en")
 #: English words that name nothing (a question's frame, pronouns, light verbs).
-EN_STOPWORDS = frozenset(_EN_STOP)
+EN_STOPWORDS = _EN_STOP
 _LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-\.]*")
 _SPLIT_LATIN = re.compile(r"([A-Za-z][A-Za-z0-9'\-]*(?:\s+[A-Za-z][A-Za-z0-9'\-]*)*)")
 _WS = re.compile(r"\s+")
@@ -165,7 +133,7 @@ def is_japanese(text: str) -> bool:
 
 
 #: What follows a noun that a question sets aside (市役所のほかにどこで, 現金以外で, 土日を除いて).
-_SET_ASIDE = (("の", "ほか"), ("の", "他"), ("以外",), ("を", "除く"), ("を", "除い"), ("を", "除き"))
+_SET_ASIDE = tuple(tuple(mark.split()) for mark in lexicon.entries("search_set_aside"))
 
 
 def set_aside(following: Sequence[str]) -> bool:

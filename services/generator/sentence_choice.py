@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 
 from kotae.citations import Block, faq_question
+from kotae.language import lexicon
 from kotae.language.answer_slot import SLOT_WEIGHTS, Slot, asks_for_slot, place_signs, question_slot
 from kotae.language.question_focus import QuestionFocus, holds_kind, question_focus
 from kotae.language.relevance import Relevance, relevance
@@ -220,9 +221,9 @@ def _gives_the_implied_kind(focus: QuestionFocus, first: Candidate, follow: Cand
 
 
 #: A sentence that opens by pointing back (これを受け…, その結果…) leans on the one before it.
-_POINTS_BACK = re.compile(r"^(これ|それ|この|その|こう|そう|同年|同じ|後者|前者)")
+_POINTS_BACK = re.compile("^(" + lexicon.alternation("choice_points_back") + ")")
 #: A sentence that opens so (一方、…, 例えば…) goes on from the one before it.
-_GOES_ON = re.compile(r"^(一方|また|さらに|ただし|なお|例えば|特に|しかし|その後)")
+_GOES_ON = re.compile("^(" + lexicon.alternation("choice_goes_on") + ")")
 
 
 def _terms_held(candidate: Candidate) -> set[str]:

@@ -26,62 +26,40 @@ import re
 import unicodedata
 
 from kotae.knowledge.records import detect_lang
+from kotae.language import lexicon
 from kotae.language.text import normalize, search_tokens
 
 # --- question forms: a comment that asks is never chatter ---------------------------------
 
+_QUESTION_WORDS_JA = lexicon.alternation("chatter_question_words_ja")
+_ASKING_JA = lexicon.alternation("chatter_asking_ja")
+# Spellings with a structure (なんで/なんだ/なんの, ません?か) stay here, with the ones ending in ?
+# (a comment with ? asks already); the words are lists.
 _JA_QUESTION = re.compile(
-    r"(何|なに|なん[でだの?]|いつ|どこ|どれ|どの|どう|どんな|どっち|誰|だれ|なぜ|なんで|いくら|幾ら|いくつ|何人|何か所|"
-    r"ですか|ますか|でしょうか|ません?か|んですか|のか|かな|っけ|教えて|知りたい|ください|下さい|てほしい|て欲しい|"
-    r"ある\?|あるの|なるの|できる\?|できるの|出来る\?|本当|ほんと|予定は|って\?|は\?|なの\?|の\?|か\?)"
+    rf"({_QUESTION_WORDS_JA}|{_ASKING_JA}|なん[でだの?]|ません?か|ある\?|できる\?|出来る\?|って\?|は\?|なの\?|の\?|か\?)"
 )
 _JA_FINAL = re.compile(r"(か|の|かな|っけ|って|てよ|てね|てる\?|たい\?)[\s!?。]*$")
-_JA_REQUEST = re.compile(
-    r"(聞きたい|聞かせて|説明して|詳しく|お願いします|おしえて|知りたい|気になる|気になります|わからない|分からない)"
-)
-# Question words used as adverbs or exclamations ask nothing: いつも, どこでも, 何回, 何これ,
-# 本当に, どうしよう, そういうことか. They are removed before the question patterns run.
-_JA_NOT_ASKING = re.compile(
-    r"(いつも|いつでも|どこでも|どこまでも|何回|何度|何これ|なにこれ|何この|本当に|ほんとに|ほんとそれ|どうしよう|"
-    r"どうも|ありがとう|ことか|そうか)"
-)
+_JA_REQUEST = re.compile("(" + lexicon.alternation("chatter_request_ja") + ")")
+# Question words used as adverbs or exclamations ask nothing (いつも, 何これ, そうか): they are
+# removed before the question patterns run.
+_JA_NOT_ASKING = re.compile("(" + lexicon.alternation("chatter_not_asking_ja") + ")")
+_OPENERS_EN = lexicon.alternation("chatter_question_openers_en")
+_PHRASES_EN = lexicon.alternation("chatter_question_phrases_en")
 _EN_QUESTION = re.compile(
-    r"^(what|when|where|who|whom|why|how|which|is|are|can|could|do|does|did|will|would|should|has|have|"
-    r"tell|explain|please|any|anyone)\b|"
-    r"\b(what|when|where|why|how much|how many|how long|how do|how does|how will|which|is there|are there|"
-    r"can you|could you|will you|would you|do you|does it|did you|tell|say|explain|please share|wondering|"
-    r"curious|i want to know|i'?d like to know|need info|info on|more about|any plans?|any news)\b",
+    rf"^({_OPENERS_EN})\b|\b({_PHRASES_EN}|i'?d like to know|any plans?)\b",
     re.IGNORECASE,
 )
 # Exclamations shaped like questions: "what a great stream", "how cute".
-_EN_EXCLAIM = re.compile(r"^(what an?|how (cute|nice|cool|fun|sweet|great|lovely|beautiful))\b", re.IGNORECASE)
+_EXCLAIM_ADJECTIVES_EN = lexicon.alternation("chatter_exclaim_en")
+_EN_EXCLAIM = re.compile(rf"^(what an?|how ({_EXCLAIM_ADJECTIVES_EN}))\b", re.IGNORECASE)
 
-# --- chat vocabulary (normalised forms) --------------------------------------------------
+# --- chat vocabulary (normalised forms, see each list's file) ----------------------------
 
-# Chat by themselves: greetings, thanks, cheering, reactions, feelings, agreement.
-_REACTIONS = frozenset(
-    """
-    初見 始める お疲れ様 疲れ おつ 乙 只今 今晩 御早う 願う 御座る 感謝 有り難い 助かる 頑張る がんば 応援 ファイト
-    期待 楽しみ 待つ 待機 来る キター 可愛い 過ぎる 奇麗 綺麗 かっこいい 格好良い 素敵 凄い やばい えぐい 神 最高 天才
-    偉い 強い 尊い エモい 推す 推し 好き 大好き 優勝 優しい 面白い 楽しい 嬉しい 笑う 悪い 受ける 草 爆笑 懐かしい
-    感動 泣く 眠い 寂しい 悲しい 惜しい 残念 ナイス 上手 旨い 流石 素晴らしい 良い 本当 分かる 確か 成る程 同じ 右
-    賛成 納得 了解 乾杯 拍手 元気 お目出度う 目出度い 可笑しい 寝る 寝落ち 落ち ヤッホー 邪魔
-    hi hello hey yo lol lmao rofl gg nice cool wow omg love cute great awesome amazing beautiful first hype pog
-    poggers yay thank thanks welcome bye good evening morning night gn gm congrat congratulation fun funny ok okay
-    lit same agree meet
-    """.split()
-)
-# The stream itself: chat when a remark about it goes with it ("声めっちゃ聞きやすい", "sound is low").
-_STREAM = frozenset(
-    "声 音 音量 bgm マイク 画質 映像 画面 配信 コメント 字幕 stream streaming music audio sound voice mic video chat".split()
-)
-_REMARKS = frozenset(
-    "聞こえる 聞く 見る 見える 小さい 大きい 遅延 ラグ 重い 途切れる 止まる low loud quiet lag".split()
-)
-# Words that name no topic: time of day, intensifiers, "everyone".
-_FILLERS = frozenset(
-    "今日 明日 昨日 今夜 今 いつも 一番 まじ 皆 皆さん 超 everyone guy all today tonight one keep going go let luck see tomorrow soon again really here".split()
-)
+_REACTIONS = lexicon.words("chatter_reactions")
+_STREAM = lexicon.words("chatter_stream")
+_REMARKS = lexicon.words("chatter_remarks")
+_FILLERS = lexicon.words("chatter_fillers")
+
 # Fixed chat expressions that Sudachi would read as words (キタ as 北, 今北産業 as 今北 + 産業).
 _EXPRESSIONS = re.compile(r"(キタ|きた)[ー━!]+|今北産業|8{3,}|[wｗ]{2,}")
 
