@@ -49,20 +49,9 @@ def _texts(question: str) -> list[str]:
 # Where the template splits differently around the entry, a sentence of its own; 事 and 以外
 # show only as a part of a compound (the parts an answer's words are matched against).
 _ASKING_EXAMPLES = {"位": "位って何?", "一番": "一番って何?", "事": "その事件事はいつ?", "以外": "以外人気の駅は?"}
-# No question gives these a term of their own: Sudachi reads them as pronouns, particles or
-# adjectival nouns (私, くらい, マジ), or normalises them to a listed form (やつ → 奴, ごろ → 頃).
-# They stay for names_only_the_kind, which the retriever's gate asks of a key term's surface.
-_ASKING_WITHOUT_EFFECT = frozenset(
-    "やつ ほんと マジ まじ 私 僕 俺 みんな 貴方 あなた 頃 ごろ くらい ぐらい あたり".split()
-)
 
 
-def _asking_cases() -> list[object]:
-    skip = pytest.mark.skip(reason="no question shows it at work in question_focus (see above)")
-    return [pytest.param(e, marks=skip) if e in _ASKING_WITHOUT_EFFECT else e for e in _entries("focus_asking_nouns")]
-
-
-@pytest.mark.parametrize("entry", _asking_cases())
+@pytest.mark.parametrize("entry", _entries("focus_asking_nouns"))
 def test_a_noun_of_asking_is_no_term_of_the_question(entry: str) -> None:
     if entry in _ASKING_EXAMPLES:
         question = _ASKING_EXAMPLES[entry]
@@ -124,14 +113,7 @@ def _wh_cases() -> list[object]:
         "focus_wh_person_en": "person",
         "focus_wh_quantity": "quantity",
     }
-    # "until" among the words of asking already makes "until when" ask; the phrase differs only
-    # before a longer word (until whenever).
-    redundant = {"until when": pytest.mark.skip(reason="focus_wh_leads 'until' + when asks the same")}
-    return [
-        pytest.param(kind, entry, id=f"{name}-{entry}", marks=redundant.get(entry, ()))
-        for name, kind in kinds.items()
-        for entry in _entries(name)
-    ]
+    return [pytest.param(kind, entry, id=f"{name}-{entry}") for name, kind in kinds.items() for entry in _entries(name)]
 
 
 @pytest.mark.parametrize(("kind", "entry"), _wh_cases())

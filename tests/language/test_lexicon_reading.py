@@ -39,40 +39,9 @@ LEXICONS = (
     "slot_choice",
 )
 
-# Entries no sentence has been found to put at work: Sudachi's dictionary holds a reading that
-# would (so they cannot be shown to be dead), but its lattice never picks it in any text tried.
-UNSHOWN = {
-    ("search_stop_ja", "の"): "Sudachi's noun の (名詞) is never chosen in any text tried",
-    ("analysis_stop_ja", "の"): "Sudachi's noun の (名詞) is never chosen in any text tried",
-    ("analysis_stop_ja", "又"): "Sudachi's proper noun 又 is never chosen in any text tried",
-    ("analysis_rounding", "くらい"): "only a particle after a noun in any text tried; the noun 位 never ends a phrase",
-    ("analysis_rounding", "ほど"): "only a particle after a noun in any text tried; the noun 程 never ends a phrase",
-    ("analysis_rounding", "程"): "only a particle after a noun in any text tried; the noun 程 never ends a phrase",
-    ("relevance_generic_counted", "times"): "question_focus gives no term for it",
-    ("relevance_generic_counted", "things"): "question_focus gives no term for it",
-    ("relevance_generic_counted", "days"): "question_focus gives no term for it",
-    ("relevance_generic_counted", "ones"): "question_focus gives it as a term that is not specific",
-    ("analysis_negators_ja", "なし"): "read as a noun (問題なし, 花もなし) in any text tried, never as 文語 ない",
-    ("analysis_negators_ja", "無し"): "read as a noun (問題無し) in any text tried, never as 文語 無い",
-    ("terms_honorific", "ご"): "ご stands as a prefix of its own, never as a short unit of a noun, in any text tried",
-    ("terms_light", "為"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("terms_light", "中"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("terms_light", "上"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("terms_light", "前"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("terms_light", "後"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("terms_light", "他"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("terms_light", "今"): "every reading of it tried is adverbial (副詞可能) or a proper name, left out anyway",
-    ("analysis_wh_ja", "いくら"): "only read as イクラ (a noun) by the dictionary; no text tried picks it",
-    ("terms_question_noun", "どこ"): "its noun reading is never picked over the pronoun in any text tried",
-    ("relevance_optional_heads", "時"): "question_focus leaves 時 out of a compound's parts (開店時 → 開店)",
-}
-
 
 def cases(name: str) -> list:
-    return [
-        pytest.param(e, marks=pytest.mark.skip(reason=UNSHOWN[name, e])) if (name, e) in UNSHOWN else e
-        for e in lexicon.entries(name)
-    ]
+    return list(lexicon.entries(name))
 
 
 def _forms(text: str, mode: str) -> list[str]:

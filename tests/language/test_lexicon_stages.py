@@ -35,26 +35,6 @@ LEXICONS = (
     "reply_label_words",
 )
 
-# Entries the text reader never hands to the chatter rules as themselves: kept so the rules stay
-# as they were, and checked here so a new dictionary that reads them is noticed.
-NOT_READ = {
-    "御早う": "おはよう: an interjection, which search tokens leave out",
-    "流石": "さすが: an adverb, which search tokens leave out",
-    "成る程": "なるほど: an adverb, which search tokens leave out",
-    "綺麗": "read as 奇麗",
-    "格好良い": "read as 格好 + 良い",
-    "お目出度う": "read as めでたい",
-    "目出度い": "read as めでたい",
-    "寝落ち": "read as 寝 + 落ち",
-    "キター": "taken as a chat expression before reading; キタ alone is 北",
-    "今": "a stop word of search",
-    "皆": "a stop word of search",
-    "皆さん": "皆 is a stop word, さん a suffix",
-    "超": "a prefix, which search tokens leave out",
-    "going": "read as go",
-    "streaming": "read as stream",
-}
-
 # Comments that show an entry at work where the entry alone would not: its own spelling asks
 # (本当, 確か ends in か) or is read as another word.
 CHAT_EXAMPLES = {
@@ -67,14 +47,7 @@ CHAT_EXAMPLES = {
 
 
 def _chat_example(entry: str, template: str) -> str:
-    if entry in NOT_READ:
-        pytest.skip(f"{entry} is never read as itself ({NOT_READ[entry]})")
     return CHAT_EXAMPLES.get(entry, template.format(entry))
-
-
-def test_an_entry_not_read_as_itself_is_indeed_not():
-    for entry in NOT_READ:
-        assert entry not in search_tokens(chatter._EXPRESSIONS.sub(" ", normalize(entry))), entry
 
 
 def _dropped_as_chatter(text: str, entry: str) -> None:
@@ -106,11 +79,6 @@ def test_a_remark_on_the_stream_is_chatter(entry):
 # alone, while 〜てね would ask by its ending whatever the list held.
 ASK_EXAMPLES = {"教えて": "教えて", "聞かせて": "聞かせて", "説明して": "説明して", "おしえて": "おしえて"}
 
-# Entries of chatter_not_asking_ja no comment shows at work: removing ありがとう never removes a
-# question word (none overlaps it); it only joins its neighbours (来てくれたのありがとう → 来てくれたの,
-# which then ends in の and asks). Kept so the rules stay as they were.
-NOT_SHOWN = {"ありがとう": "no question word overlaps it"}
-
 
 def _asks(text: str) -> bool:
     return chatter.asks(normalize(text))
@@ -133,8 +101,6 @@ def test_a_japanese_request_asks(entry):
 
 @pytest.mark.parametrize("entry", lexicon.entries("chatter_not_asking_ja"))
 def test_a_question_word_used_as_an_adverb_asks_nothing(entry):
-    if entry in NOT_SHOWN:
-        pytest.skip(f"{entry}: {NOT_SHOWN[entry]}")
     assert not _asks(entry)
 
 
