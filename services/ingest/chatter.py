@@ -8,7 +8,10 @@ only what is certainly not a question:
   kaomoji, bare greetings;
 * comments made only of chat vocabulary — greetings, thanks, cheering, reactions and
   feelings (かわいい, 初見, 待機, 応援してます, "nice stream"), or a remark about the stream
-  itself (声, 音, BGM … with 聞こえる, 小さい, いい …) — with no question form.
+  itself (声, 音, BGM … with 聞こえる, 小さい, いい …) — with no question form;
+* the same spoken to someone by name (ミオちゃんこんにちは, ルカちゃんの声すき, 手話通訳さん、いつも
+  ありがとう): a name with a suffix of address (:mod:`kotae.language.address`) says whom the
+  comment speaks to, not what it asks about.
 
 Everything else goes on: a bare keyword in any script or width (宿泊税, ほちょうき,
 ﾊﾞｽ代), a noun phrase ending in は/のは (創設者は), hearsay (〜って聞いた), requests
@@ -27,6 +30,7 @@ import unicodedata
 
 from kotae.knowledge.records import detect_lang
 from kotae.language import lexicon
+from kotae.language.address import without_forms_of_address
 from kotae.language.text import normalize, search_tokens
 
 # --- question forms: a comment that asks is never chatter ---------------------------------
@@ -95,7 +99,10 @@ def is_chatter(text: str) -> bool:
         return True  # nothing to search for: laughter, applause, emoji, a bare greeting
     if asks(norm):
         return False
-    words = set(tokens)
+    # A name the comment calls someone by (ミオちゃん, 手話通訳さん) says whom it speaks to, not a topic.
+    words = {t for t in search_tokens(without_forms_of_address(_EXPRESSIONS.sub(" ", norm))) if _wordlike(t)}
+    if not words:
+        return True  # a name called, with a greeting or nothing else
     if not words <= _REACTIONS | _STREAM | _REMARKS | _FILLERS:
         return False  # a word that may name a topic: the gate decides
     return bool(words & _REACTIONS) or bool(words & _STREAM and words & _REMARKS) or words <= _FILLERS

@@ -1,7 +1,7 @@
 """The word lists' files: their format, and that each is read by the code and tested entry by entry.
 
-Each ``tests/language/test_lexicon_*.py`` module names the lists it exercises in ``LEXICONS`` and
-runs one test case per entry of each; this module checks that together they cover every list.
+A test module of ``tests/language/`` that exercises lists names them in ``LEXICONS`` and runs one
+test case per entry of each; this module checks that together they cover every list.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ LISTS = lexicon.names()
 
 def _claimed() -> dict[str, str]:
     out: dict[str, str] = {}
-    for path in sorted(Path(__file__).parent.glob("test_lexicon_*.py")):
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
         module = importlib.import_module(f"tests.language.{path.stem}")
-        for name in module.LEXICONS:
+        for name in getattr(module, "LEXICONS", ()):
             assert name not in out, f"{name} is claimed by {out.get(name)} and {path.stem}"
             out[name] = path.stem
     return out
@@ -46,7 +46,7 @@ def test_a_list_says_what_it_is_for_and_holds_distinct_normalised_entries(name):
 def test_every_list_is_read_by_the_code_and_tested_entry_by_entry(name):
     sources = [*ROOT.joinpath("kotae").rglob("*.py"), *ROOT.joinpath("services").rglob("*.py")]
     assert any(f'"{name}"' in p.read_text(encoding="utf-8") for p in sources), f"no code reads {name}.txt"
-    assert name in _claimed(), f"no tests/language/test_lexicon_*.py names {name} in LEXICONS"
+    assert name in _claimed(), f"no tests/language/test_*.py names {name} in LEXICONS"
 
 
 def test_a_claimed_list_exists():

@@ -8,7 +8,7 @@ readers that use a list load it here, once::
     >>> "為る" in words("search_stop_ja")
     True
 
-Each entry is exercised by a test (``tests/language/test_lexicon*.py``): a list nobody reads,
+Each entry is exercised by a test (a module of ``tests/language/`` naming the list in ``LEXICONS``): a list nobody reads,
 or an entry no test shows at work, fails the suite.
 """
 
