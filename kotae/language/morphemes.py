@@ -59,10 +59,12 @@ class Morpheme:
 
 def _word(m: Any, depth: int) -> Morpheme:
     """``m`` as a plain value; ``depth`` 2 for a mode C word (B and A units), 1 for a B unit (A units)."""
-    middle = tuple(_word(u, 1) for u in m.split(SplitMode.B)) if depth == 2 else ()
-    short = tuple(_word(u, 0) for u in m.split(SplitMode.A)) if depth >= 1 else ()
+    surface = m.surface()
+    splits = len(surface) > 1  # one character is one unit at every length: no need to ask Sudachi
+    middle = tuple(_word(u, 1) for u in m.split(SplitMode.B)) if depth == 2 and splits else ()
+    short = tuple(_word(u, 0) for u in m.split(SplitMode.A)) if depth >= 1 and splits else ()
     return Morpheme(
-        m.surface(),
+        surface,
         tuple(m.part_of_speech()),
         m.normalized_form(),
         m.reading_form(),
