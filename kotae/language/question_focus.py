@@ -273,40 +273,52 @@ def question_focus(question: str) -> QuestionFocus:
 
 # --- what a sentence holds -----------------------------------------------------------------
 
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+# Kanji numerals: before a counter (三人, 二割) they give a count in words.
+_KANJI_NUMERAL = "[一二三四五六七八九十百千万]+"
+
+
+def _any_of(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(alternatives), re.I)
+
+
+# What a sentence must hold to fill each kind of answer asked for (the place and the person are
+# read from its terms, in holds_kind).
 _FILLS: dict[str, re.Pattern[str]] = {
-    "time": re.compile(
-        r"\d+\s*(年|か月|ヶ月|カ月|月|日|時|曜|営業日|世紀)|\d{1,2}:\d{2}|[(（][月火水木金土日][)）]|紀元|時代|頃|ごろ"
-        r"|午前|午後|正午|毎日|毎週|毎月|毎年|平日|土日|週末|祝日|上旬|中旬|下旬|年末|年始|年度末|今年|来年|今月|来月"
-        r"|今週|来週|当日|前日|翌日|以内"
-        rf"|\b({_MONTHS}|{_DAYS})\b|\b\d+\s*(a\.m\.|p\.m\.|am|pm|days?|weeks?|months?|years?)\b|\b(daily|weekly|today|tomorrow)\b",
-        re.I,
+    "time": _any_of(
+        r"\d+\s*" + _either("focus_fills_time_units"),
+        r"\d{1,2}:\d{2}",
+        r"[(（][月火水木金土日][)）]",  # a weekday in brackets after a date: 3日(月)
+        _either("focus_fills_time_words"),
+        r"\b" + _either("focus_fills_time_words_en") + r"\b",
+        r"\b\d+\s*" + _either("focus_fills_time_units_en") + r"\b",
     ),
-    "amount": re.compile(
-        r"\d[\d,.]*\s*(万|億|千)?\s*(円|ドル|ユーロ|元|ウォン)|[¥$€]\s*\d|\d\s*(yen|dollars?|euros?)\b"
-        r"|無料|無償|タダ|半額|全額|割引|\d+\s*(%|パーセント|割)|\d+分の\d+|\bfree\b|\bhalf\b",
-        re.I,
+    "amount": _any_of(
+        r"\d[\d,.]*\s*[万億千]?\s*" + _either("focus_fills_currencies"),
+        r"[¥$€]\s*\d",
+        r"\d\s*" + _either("focus_fills_currencies_en") + r"\b",
+        _either("focus_fills_amount_words"),
+        r"\d+\s*" + _either("focus_fills_rates"),
+        r"\d+分の\d+",  # a fraction: 3分の1
+        r"\b" + _either("focus_fills_amount_words_en") + r"\b",
     ),
-    "count": re.compile(
-        r"\d|[一二三四五六七八九十百千万]+(つ|人|個|台|本|回|件|か所|カ所|校|名|種類)|\b(one|two|three|four|five|six|seven|eight|nine|ten)\b",
-        re.I,
+    "count": _any_of(
+        r"\d",
+        _KANJI_NUMERAL + "(?:" + _either("focus_fills_counters") + "|" + _either("focus_fills_count_counters") + ")",
+        r"\b" + _either("focus_fills_numbers_en") + r"\b",
     ),
-    "quantity": re.compile(
-        r"\d|[一二三四五六七八九十百千万]+(つ|人|個|台|本|回|件|か所|カ所|校|名|倍|割)|半分|全部|\bhalf\b", re.I
+    "quantity": _any_of(
+        r"\d",
+        _KANJI_NUMERAL + "(?:" + _either("focus_fills_counters") + "|" + _either("focus_fills_quantity_counters") + ")",
+        _either("focus_fills_quantity_words"),
+        r"\b" + _either("focus_fills_quantity_words_en") + r"\b",
     ),
 }
-_PLACE_SUFFIX = re.compile(
-    r"(駅|館|場|所|センター|店|港|室|ホール|会場|役場|役所|庁|庁舎|病院|診療所|学校|大学|事務所|窓口|公園|施設|ページ|サイト|アプリ"
-    r"|県|市|町|村|区|島|国|州|通り|ビル|広場|空港|本店|支店|工場|メッセ|スクエア|プラザ|ストア|ショップ"
-    # where to send or ask: a department, a form, an account (広報部, お問い合わせフォーム, Xアカウント)
-    r"|(?<![一全細外内大])部|課|局|係|フォーム|アカウント|宛"
-    # around a place (樺太付近, 房総沖, 関東地方)
-    r"|付近|周辺|沖|一帯|地方|地域|地帯|地区|区域|沿岸|流域)$"
-)
-_PERSON_SUFFIX = re.compile(
-    r"(氏|さん|様|長|者|者側|員|師|医|家|官|王|帝|皇|天皇|将軍|大臣|首相|教授|博士|選手|監督|知事|先生|代表|担当|夫人|卿|公)$"
-)
+# 部 ends a place (広報部) but not 一部, 全部, 細部, 外部, 内部 or 大部, hence the check before it.
+_PLACE_SUFFIX = re.compile("(?:" + lexicon.alternation("focus_holds_place_suffix") + "|(?<![一全細外内大])部)$")
+_PERSON_SUFFIX = re.compile(_either("focus_holds_person_suffix") + "$")
+# English: a place named after a preposition (at the Civic Hall), or a noun of where to go or ask.
+_EN_PLACE = re.compile(r"\b" + _either("focus_holds_place_prepositions_en") + r"\s+(the\s+)?[A-Z]")
+_EN_PLACE_NOUN = re.compile(r"\b" + _either("focus_holds_place_nouns_en") + r"s?\b", re.I)
 
 
 _KANJI_NOUN = re.compile(r"[\u4e00-\u9fff々]{2,}")
@@ -343,10 +355,7 @@ def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -
                 return True
             if t.kind != "number" and _PLACE_SUFFIX.search(t.text):
                 return True
-        return bool(
-            re.search(r"\b(at|in|on|from)\s+(the\s+)?[A-Z]", text)
-            or re.search(r"\b(site|website|page|account|form|office|desk|department|counter)s?\b", text, re.I)
-        )
+        return bool(_EN_PLACE.search(text) or _EN_PLACE_NOUN.search(text))
     if kind == "person":
         for t in terms:
             head = analysis.tokens[t.end - 1]

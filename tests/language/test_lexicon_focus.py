@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kotae.language import lexicon
-from kotae.language.question_focus import question_focus
+from kotae.language.question_focus import holds_kind, question_focus
 
 LEXICONS = (
     "focus_asking_nouns",
@@ -35,6 +35,25 @@ LEXICONS = (
     "focus_en_kind_time",
     "focus_en_kind_place",
     "focus_honorifics",
+    "focus_fills_time_units",
+    "focus_fills_time_words",
+    "focus_fills_time_units_en",
+    "focus_fills_time_words_en",
+    "focus_fills_currencies",
+    "focus_fills_currencies_en",
+    "focus_fills_amount_words",
+    "focus_fills_amount_words_en",
+    "focus_fills_rates",
+    "focus_fills_counters",
+    "focus_fills_count_counters",
+    "focus_fills_quantity_counters",
+    "focus_fills_numbers_en",
+    "focus_fills_quantity_words",
+    "focus_fills_quantity_words_en",
+    "focus_holds_place_suffix",
+    "focus_holds_place_prepositions_en",
+    "focus_holds_place_nouns_en",
+    "focus_holds_person_suffix",
 )
 
 
@@ -219,3 +238,101 @@ def test_the_noun_after_what_is_the_names_the_kind(kind: str, entry: str) -> Non
 def test_a_name_is_read_without_the_viewers_honorific(entry: str) -> None:
     texts = _texts(f"青葉{entry}の出身は?")
     assert "青葉" in texts and f"青葉{entry}" not in texts
+
+
+# --- what a sentence holds (holds_kind) ----------------------------------------------------
+#
+# Each case puts the entry in a sentence that holds the kind through it alone, and the same
+# sentence with a neutral word in its place does not.
+
+# (list, kind, sentence with {} for the entry, the neutral word)
+_FILLS_CASES = (
+    ("focus_fills_time_units", "time", "受付は3{}までです", "個"),
+    ("focus_fills_time_words", "time", "受付は{}です", "窓口"),
+    ("focus_fills_time_units_en", "time", "Delivery takes 3 {}.", "boxes"),
+    ("focus_fills_time_words_en", "time", "The office opens {}.", "early"),
+    ("focus_fills_currencies", "amount", "入場料は500{}です", "個"),
+    ("focus_fills_currencies_en", "amount", "The ticket costs 20 {}.", "tickets"),
+    ("focus_fills_amount_words", "amount", "入場は{}です", "自由"),
+    ("focus_fills_amount_words_en", "amount", "Entry is {} for children.", "open"),
+    ("focus_fills_rates", "amount", "参加率は30{}です", "人"),
+    ("focus_fills_count_counters", "count", "参加者は三{}でした", "色"),
+    ("focus_fills_quantity_counters", "quantity", "料金は三{}でした", "色"),
+    ("focus_fills_numbers_en", "count", "There are {} buses.", "many"),
+    ("focus_fills_quantity_words", "quantity", "席は{}埋まった", "ほぼ"),
+    ("focus_fills_quantity_words_en", "quantity", "{} of the seats are taken.", "Most"),
+)
+# The boundary after a.m. and p.m. holds only where a word follows at once (9 a.m.から), not
+# before a space or a full stop; and the number must start a word (開場は 9, not 開場は9).
+_FILLS_EXAMPLES = {"a.m.": "開場は 9 {}からです", "p.m.": "開場は 9 {}からです"}
+
+
+def _fills_cases() -> list[object]:
+    return [
+        pytest.param(
+            kind, _FILLS_EXAMPLES.get(entry, template).format(entry), template.format(neutral), id=f"{name}-{entry}"
+        )
+        for name, kind, template, neutral in _FILLS_CASES
+        for entry in _entries(name)
+    ]
+
+
+@pytest.mark.parametrize(("kind", "sentence", "neutral"), _fills_cases())
+def test_a_word_of_the_kind_makes_a_sentence_hold_it(kind: str, sentence: str, neutral: str) -> None:
+    assert holds_kind(kind, sentence) and not holds_kind(kind, neutral)
+
+
+@pytest.mark.parametrize("entry", _entries("focus_fills_counters"))
+def test_a_kanji_numeral_and_a_counter_make_a_count_and_a_number(entry: str) -> None:
+    for kind in ("count", "quantity"):
+        assert holds_kind(kind, f"参加者は三{entry}でした") and not holds_kind(kind, "参加者は三色でした")
+
+
+# A term ending in the entry, read as a plain term (a three-character センター term is an org, which
+# holds a place anyway; 山田センター is read as a person's): その所 and その区 are no terms at all.
+_PLACE_EXAMPLES = {
+    "所": "事務所に集まる",
+    "センター": "山田センターに集まる",
+    "区": "地区に集まる",
+    "宛": "会社宛に送る",
+}
+
+
+@pytest.mark.parametrize("entry", _entries("focus_holds_place_suffix"))
+def test_a_term_ending_in_a_place_suffix_names_a_place(entry: str) -> None:
+    assert holds_kind("place", _PLACE_EXAMPLES.get(entry, f"その{entry}に集まる"))
+    assert not holds_kind("place", "その仲間に集まる")
+
+
+def test_bu_names_a_department_but_not_a_part() -> None:
+    assert holds_kind("place", "その広報部に集まる") and not holds_kind("place", "その一部に集まる")
+
+
+_PREPOSITION_EXAMPLES = {
+    "at": "We met at Aoba.",
+    "in": "We live in Aoba.",
+    "on": "The stall is on Aoba Street.",
+    "from": "The bus leaves from Aoba.",
+}
+
+
+@pytest.mark.parametrize("entry", _entries("focus_holds_place_prepositions_en"))
+def test_a_preposition_before_a_capitalised_word_names_a_place(entry: str) -> None:
+    sentence = _PREPOSITION_EXAMPLES[entry]
+    assert holds_kind("place", sentence) and not holds_kind("place", sentence.replace(f" {entry} ", " near "))
+
+
+@pytest.mark.parametrize("entry", _entries("focus_holds_place_nouns_en"))
+def test_a_noun_of_where_to_ask_names_a_place(entry: str) -> None:
+    assert holds_kind("place", f"Ask the {entry} for help.") and holds_kind("place", f"Ask the {entry}s for help.")
+    assert not holds_kind("place", "Ask the driver for help.")
+
+
+# その+entry where it makes a term; otherwise a common word ending in it (no name, no suffix else).
+_PERSON_EXAMPLES = {"さん": "お客さんが来た", "様": "お客様が来た", "員": "店員が来た"}
+
+
+@pytest.mark.parametrize("entry", _entries("focus_holds_person_suffix"))
+def test_a_term_ending_in_a_person_suffix_names_a_person(entry: str) -> None:
+    assert holds_kind("person", _PERSON_EXAMPLES.get(entry, f"その{entry}が来た"))
+    assert not holds_kind("person", "その荷物が来た")
