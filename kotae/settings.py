@@ -165,6 +165,11 @@ class Settings(BaseSettings):
         le=1,
         description="A comment naming a term that no record has is answered only at or above this score.",
     )
+    gate_ask_back: bool = Field(
+        default=True,
+        description="Ask the viewer back when topics match the comment about as well; false: send them all on "
+        "and let the reranker choose (for a reranker model: KOTAE_RERANKER_MODEL).",
+    )
     gate_weights: str | None = Field(
         default=None,
         description="The fitted gate: a weights file of bench/fit_gate.py, 'fitted' for the committed one, "

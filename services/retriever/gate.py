@@ -63,11 +63,13 @@ FAR_COVERAGE = 0.15
 @dataclass(frozen=True)
 class Thresholds:
     """Gate thresholds: answer at or above ``answer``, ask back from ``clarify``; a missing
-    focus term is answered only at or above ``strong``."""
+    focus term is answered only at or above ``strong``. ``ask_back`` False: topics that match about
+    as well are not asked back but sent on together, for the reranker to choose between."""
 
     answer: float = 0.35
     clarify: float = 0.20
     strong: float = 0.60
+    ask_back: bool = True
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,21 @@ def plausible(
         if meta.coverage(words, hit_text(hit)) >= PLAUSIBLE_COVERAGE:
             out.append((topic, score))
     return out[:MAX_CANDIDATES]
+
+
+def _between(close: list[str], best: float, why: str, thresholds: Thresholds, missing: list[str]) -> GateDecision:
+    """Topics that match the comment about as well: asked back, or all sent on to the reranker."""
+    if thresholds.ask_back:
+        return GateDecision(
+            "clarify", best, f"clarify: {why}; {len(close)} topics match the comment about as well", close, missing
+        )
+    return GateDecision(
+        "answer",
+        best,
+        f"answer: {why}; {len(close)} topics match the comment about as well, the reranker chooses",
+        [],
+        missing,
+    )
 
 
 def decide(
@@ -186,13 +203,7 @@ def decide(
             )
         close = able or close
     if len(close) >= 2 and (best < thresholds.strong or not specific):
-        return GateDecision(
-            "clarify",
-            best,
-            f"clarify: best score {best:.2f}; {len(close)} topics match the comment about as well",
-            close,
-            missing,
-        )
+        return _between(close, best, f"best score {best:.2f}", thresholds, missing)
     if best >= thresholds.answer:
         return GateDecision("answer", best, f"answer: best score {best:.2f}", [], missing)
     own = [h for h in docs if not _crosses_languages(lang, h)] or docs or faq
@@ -338,7 +349,5 @@ def _fitted(
         if len(close) >= 2:
             close = _able_to_answer(text, close, _by_topic(meta, words, lang, docs)) or close
         if len(close) >= 2 and (best < thresholds.strong or not specific):
-            return GateDecision(
-                "clarify", best, f"clarify: {why}; {len(close)} topics match the comment about as well", close, missing
-            )
+            return _between(close, best, why, thresholds, missing)
     return GateDecision("answer", best, f"answer: {why}, best score {best:.2f}", [], missing)

@@ -174,7 +174,10 @@ class Retriever:
         )
         self.weights = Weights(words=settings.fusion_words, chars=settings.fusion_chars, dense=settings.fusion_dense)
         self.thresholds = Thresholds(
-            answer=settings.gate_answer, clarify=settings.gate_clarify, strong=settings.gate_strong
+            answer=settings.gate_answer,
+            clarify=settings.gate_clarify,
+            strong=settings.gate_strong,
+            ask_back=settings.gate_ask_back,
         )
         self.gate_model = gate_model_for(settings.gate_weights)
         self._searchers: dict[str, tuple[Any, HybridSearcher]] = {}

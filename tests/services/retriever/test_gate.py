@@ -15,6 +15,7 @@ from kotae.knowledge.index import Hit, IndexMeta
 from kotae.knowledge.loading import load_knowledge_base
 from kotae.knowledge.records import KBRecord
 from kotae.services.retriever.gate import Thresholds, decide, hit_score, plausible
+from kotae.services.retriever.gate_model import GateModel
 from kotae.services.retriever.logic import Retriever
 from kotae.settings import load_settings
 
@@ -234,6 +235,17 @@ def test_a_wh_question_two_topics_can_answer_is_asked_back_naming_them() -> None
     dutch = _hit("オランダ", "オランダの首相はマルク・ルッテである。", 0.9)
     decision = decide("首相は誰ですか", [laos, dutch], [], _meta(), Thresholds(answer=0.35, clarify=0.2, strong=0.6))
     assert decision.gate == "clarify" and set(decision.candidates) == {"ラオス", "オランダ"}
+
+
+def test_without_ask_backs_topics_that_match_as_well_all_go_on_to_the_reranker() -> None:
+    laos = _hit("ラオス", "ラオスの首相はソンサイ・シーパンドンである。", 0.9)
+    dutch = _hit("オランダ", "オランダの首相はマルク・ルッテである。", 0.9)
+    for model in (None, GateModel.open_gate()):
+        decision = decide(
+            "首相は誰ですか", [laos, dutch], [], _meta(), Thresholds(0.35, 0.2, 0.6, ask_back=False), model
+        )
+        assert decision.gate == "answer" and decision.candidates == []
+        assert decision.reason.endswith("2 topics match the comment about as well, the reranker chooses")
 
 
 def test_a_topic_whose_sentence_holds_only_a_word_of_the_question_cannot_answer_it() -> None:
