@@ -366,7 +366,9 @@ def holds_kind(kind: str, text: str, *, besides: frozenset[str] = frozenset()) -
             proper = len(head.pos) > 1 and head.pos[1] == "固有名詞"
             if t.kind in ("person", "name") and (proper or not _KANJI_NOUN.fullmatch(head.surface)):
                 return True
-            if re.fullmatch(r"[ァ-ヺー・]{2,}", t.text):  # a foreign name in katakana (レディ)
+            # A foreign name in katakana that the dictionary does not know (シーパンドン); a loanword it
+            # knows (コーナー, バッテリー) names no one.
+            if re.fullmatch(r"[ァ-ヺー・]{2,}", t.text) and any(k.unknown for k in analysis.tokens[t.start : t.end]):
                 return True
         return bool(re.search(r"\b[A-Z][a-z]+\s+[A-Z][a-z]+\b", text))
     return True

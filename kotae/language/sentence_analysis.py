@@ -46,6 +46,7 @@ class Token:
     number: str | None = None  # the value of a numeral, as digits
     wh: bool = False
     reading: str = ""  # katakana reading (Japanese), lower-case word (English): meets a word spelt in kana
+    unknown: bool = False  # not in Sudachi's dictionary (a name it has never seen, シーパンドン)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def _ja_tokens(text: str) -> list[Token]:
             else:
                 parts = [p.form for p in m.short] if len(m.surface) > 2 else []
                 forms = tuple(dict.fromkeys([form] + [p for p in parts if p not in _STOP and len(p) > 1]))
-        out.append(Token(m.surface, forms, pos, number, wh, katakana(m.reading)))
+        out.append(Token(m.surface, forms, pos, number, wh, katakana(m.reading), m.oov))
     return out
 
 

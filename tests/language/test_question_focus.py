@@ -59,6 +59,9 @@ def test_kinds_held_by_a_sentence() -> None:
         ("青葉みらいが立候補します。", True),
         ("代表取締役社長は栗原千秋。", True),
         ("市役所が担当します。", True),
+        ("ラオスの首相はソンサイ・シーパンドンである。", True),  # a foreign name the dictionary lacks
+        ("化石のコーナーだけは撮影できない。", False),  # a loanword the dictionary knows names no one
+        ("大型ロッカーは8台です。", False),
     ],
 )
 def test_who_is_answered_by_a_person_or_an_organisation(sentence: str, holds: bool) -> None:
