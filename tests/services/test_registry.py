@@ -186,12 +186,13 @@ def test_no_hand_written_list_of_the_model_path_stages_outside_the_registry() ->
 
 
 def test_the_shared_kit_does_not_import_the_stages() -> None:
-    """Settings, the bus, tracing, metrics, model clients and the knowledge base know no stage."""
+    """Settings, the bus, tracing, metrics, model clients, the knowledge base and the language layer know no stage."""
     kit = [
         *sorted((ROOT / "kotae/bus").glob("*.py")),
         *sorted((ROOT / "kotae/knowledge").glob("*.py")),
+        *sorted((ROOT / "kotae/language").rglob("*.py")),
         *(ROOT / "kotae" / f"{name}.py" for name in ("settings", "stage", "tracing", "logs", "metrics", "providers",
-                                                     "prompts", "faults", "citations", "grounding", "clarify", "runtime")),
+                                                     "prompts", "faults", "citations", "clarify", "runtime")),
     ]  # fmt: skip
     importers = []
     for path in kit:
