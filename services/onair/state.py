@@ -40,6 +40,7 @@ from kotae.services.onair.question import shown_question
 from kotae.services.onair.shows import Show
 from kotae.services.onair.spoken import SpokenText
 from kotae.services.onair.thanks import Thanks, ThanksWords, thanks_due
+from kotae.services.onair.waiting import first_of
 
 log = structlog.get_logger("kotae.onair")
 
@@ -480,11 +481,7 @@ class OnAirState:
         if timeout <= 0:
             return False
         change = self._next_change  # the version's event, taken with no await since the check above
-        try:
-            await asyncio.wait_for(change.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await first_of(change.wait(), timeout=timeout)
 
     # --- what an operator sees ----------------------------------------------------
 

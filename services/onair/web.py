@@ -32,6 +32,7 @@ from aiohttp import web
 from kotae.contracts import OnAirEventV1
 from kotae.services.onair.speech import Audio
 from kotae.services.onair.state import OnAirState
+from kotae.services.onair.waiting import first_of
 
 log = structlog.get_logger("kotae.onair")
 
@@ -89,10 +90,9 @@ class EventFeed:
                 yield seq, event
             if fresh:
                 continue
-            try:
-                # The one timeout: a keepalive, so that a proxy keeps a quiet stream open.
-                await asyncio.wait_for(added.wait(), KEEPALIVE_S)
-            except TimeoutError:
+            # The one timeout: a keepalive, so that a proxy keeps a quiet stream open. A stop ends the
+            # wait at once: the server's shutdown waits for this handler to return.
+            if not await first_of(added.wait(), stop.wait(), timeout=KEEPALIVE_S):
                 yield None
 
 

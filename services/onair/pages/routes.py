@@ -23,6 +23,7 @@ from aiohttp import web
 from kotae.services.onair.commands import OperatorError, check_queued
 from kotae.services.onair.pages.console import parse_action
 from kotae.services.onair.pages.context import Pages
+from kotae.services.onair.waiting import first_of
 
 log = structlog.get_logger("kotae.onair")
 
@@ -126,13 +127,7 @@ async def _stream(
 
 async def _changed_or_stopping(state: Any, since: int, timeout: float, stopping: asyncio.Event) -> None:
     """Return on the state's first change after version ``since``, on ``stopping``, or after ``timeout``."""
-    changed = asyncio.ensure_future(state.wait_changed(timeout, since=since))
-    stopped = asyncio.ensure_future(stopping.wait())
-    try:
-        await asyncio.wait({changed, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        changed.cancel()
-        stopped.cancel()
+    await first_of(state.wait_changed(timeout, since=since), stopping.wait())
 
 
 class PageRoutes:

@@ -34,3 +34,18 @@ async def test_a_reconnecting_client_gets_what_it_missed_in_stream_order() -> No
             stop.set()
             break
     assert seen == [1, 2, 3]
+
+
+async def test_a_stop_ends_a_quiet_event_stream_at_once_not_at_its_next_keepalive(monkeypatch) -> None:
+    # The server's shutdown (a speaker losing its lease, a SIGTERM) waits for every open stream's
+    # handler: a stream that noticed the stop only at its next keepalive held it that long.
+    monkeypatch.setattr("kotae.services.onair.web.KEEPALIVE_S", 3600.0)
+    feed, stop = EventFeed(kept=10), asyncio.Event()
+
+    async def read() -> list[object]:
+        return [item async for item in feed.follow(0, stop)]
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(0.05)  # the reader is waiting on the quiet feed
+    stop.set()
+    assert await asyncio.wait_for(reader, 30) == []  # ended, no keepalive yielded
