@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from kotae.language import lexicon
-from kotae.language.sentence_analysis import Analysis, Term, analyse, katakana, short_units
-from kotae.language.text import is_japanese, normalize, set_aside
+from kotae.language.sentence_analysis import Analysis, Term, analyse, short_units
+from kotae.language.text import is_japanese, katakana, normalize, set_aside
 
 #: What each kind of answer is, as a reason says it.
 KIND_NAMES = {

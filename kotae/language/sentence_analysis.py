@@ -23,7 +23,7 @@ from functools import cached_property, lru_cache
 
 from kotae.language import lexicon
 from kotae.language.morphemes import morphemes, units
-from kotae.language.text import is_japanese, normalize, split_sentences, stem, without_clitic
+from kotae.language.text import is_japanese, katakana, normalize, split_sentences, stem, without_clitic
 
 _CONTENT_POS = {"名詞", "動詞", "形容詞", "形状詞", "代名詞"}
 _PHRASE_POS = {"名詞", "接頭辞", "接尾辞"}
@@ -154,14 +154,6 @@ def short_units(text: str) -> tuple[str, ...]:
     if not is_japanese(text):
         return tuple(t.forms[0] for t in _en_tokens(text) if t.forms)
     return tuple(m.form for m in units(normalize(text), "A") if m.pos[0] in _CONTENT_POS or m.pos[0] == "接尾辞")
-
-
-def katakana(text: str) -> str:
-    """Hiragana as katakana (Sudachi reads symbols and Latin as themselves)."""
-    return text.translate(_TO_KATAKANA)
-
-
-_TO_KATAKANA = {code: code + 0x60 for code in range(ord("ぁ"), ord("ゖ") + 1)}
 
 
 def _en_tokens(text: str) -> list[Token]:

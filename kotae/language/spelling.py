@@ -27,17 +27,14 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from kotae.language.text import katakana
+
 _KANA = re.compile(r"^[\u3041-\u3096\u30a1-\u30faー]+$")
 _KATAKANA = re.compile(r"^[\u30a1-\u30faー]+$")
 _SMALL = str.maketrans("ァィゥェォッャュョヮヵヶ", "アイウエオツヤユヨワカケ")
 _MARKS = {"\u3099", "\u309a"}  # combining dakuten and handakuten
 #: Fewest kana of a word that a slip is matched to: shorter ones are too many alike (バス, パス).
 FOLD_MIN = 4
-
-
-def katakana(text: str) -> str:
-    """Hiragana written as katakana."""
-    return "".join(chr(ord(ch) + 0x60) if "\u3041" <= ch <= "\u3096" else ch for ch in text)
 
 
 def fold(kana: str) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 from kotae.language import lexicon
 from kotae.language.morphemes import Morpheme, morphemes
 from kotae.language.spelling import nearest
-from kotae.language.text import EN_STOPWORDS, is_japanese, normalize, set_aside, without_clitic
+from kotae.language.text import EN_STOPWORDS, is_japanese, katakana, normalize, set_aside, without_clitic
 
 # Nouns that name nothing by themselves (Sudachi's sub-categories).
 _SKIP_SUB = {"数詞", "代名詞", "助数詞"}
@@ -67,11 +67,6 @@ def _may_name(run: str) -> bool:
     """Whether a kana run may be a word spelled by sound: Sudachi reads a noun (or nothing it
     knows) in it, not only pronouns, particles and inflections (これら, ですけど)."""
     return any(m.pos[0] == "名詞" or m.oov for m in morphemes(run))
-
-
-def _katakana(text: str) -> str:
-    """Hiragana written as katakana (the form Sudachi's readings use)."""
-    return "".join(chr(ord(ch) + 0x60) if "\u3041" <= ch <= "\u3096" else ch for ch in text)
 
 
 @dataclass(frozen=True)
@@ -267,7 +262,7 @@ class Vocabulary:
 
     def spelled(self, reading: str) -> list[str]:
         """The records' words read as ``reading`` (katakana or hiragana, three kana or more)."""
-        reading = _katakana(unicodedata.normalize("NFKC", reading))
+        reading = katakana(unicodedata.normalize("NFKC", reading))
         return self.by_reading.get(reading, []) if len(reading) >= 3 else []
 
     def respell(self, text: str) -> list[str]:
@@ -285,7 +280,7 @@ class Vocabulary:
         for run in dict.fromkeys(_KANA_RUN.findall(text)):
             if run in self.words or not _may_name(run):
                 continue
-            pieces = self._segment(_katakana(run))
+            pieces = self._segment(katakana(run))
             words = [self.by_reading[p][0] for p in pieces or ()]
             # Hiragana in at most three pieces, one of them a word of two characters or more
             # (ぜんぜん is not 全 + 全); katakana as one word only (a loanword the records lack is

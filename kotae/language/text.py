@@ -128,6 +128,14 @@ def without_clitic(word: str) -> str:
     return _CLITIC.sub("", word) or word
 
 
+_TO_KATAKANA = {code: code + 0x60 for code in range(ord("ぁ"), ord("ゖ") + 1)}
+
+
+def katakana(text: str) -> str:
+    """Hiragana written as katakana (the script of Sudachi's readings): ほちょうき → ホチョウキ."""
+    return text.translate(_TO_KATAKANA)
+
+
 def is_japanese(text: str) -> bool:
     return detect_lang(text) == "ja"
 

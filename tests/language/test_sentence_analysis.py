@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kotae.language.sentence_analysis import analyse, katakana, negations, short_units
+from kotae.language.sentence_analysis import analyse, negations, short_units
+from kotae.language.text import katakana
 
 
 def test_terms_are_numbers_names_and_noun_phrases_with_their_kinds() -> None:
